@@ -1,0 +1,121 @@
+# ftwrap: one library per installed MPI (Open MPI and MPICH differ in ABI).
+#
+#   make            build build/<mpi>/libftwrap.so for every installed MPI,
+#                   the tools in build/bin and the tests
+#   make check      install what is missing (scripts/setup), build, run the
+#                   TAP suite for every MPI, natively and under ftwrap
+#   make demo       a short 4-rank run under ftwrun on each MPI
+#   make bench      scripts/bench/run (native vs ftwrap ratios)
+#   make install PREFIX=/usr/local
+
+PREFIX ?= /usr/local
+PYTHON ?= python3
+
+# Before anything else: without the packages there is nothing to detect.
+ifeq ($(filter setup clean,$(MAKECMDGOALS)),)
+  ifneq ($(shell scripts/setup --check >/dev/null 2>&1 && echo ok),ok)
+    $(info scripts/setup: installing missing packages)
+    ifneq ($(shell scripts/setup >&2 && echo ok),ok)
+      $(error scripts/setup failed)
+    endif
+  endif
+endif
+
+MPIS := $(strip $(foreach m,openmpi mpich,\
+          $(if $(shell command -v mpicc.$(m) 2>/dev/null),$(m))))
+
+CFLAGS_COMMON := -O2 -g -std=gnu11 -fPIC -fvisibility=hidden \
+                 -Wall -Wextra -Werror -Wno-unused-parameter \
+                 -Iinclude -Isrc -Iwrap
+LIB_SRCS := $(sort $(wildcard src/util/*.c src/detect/*.c src/xport/*.c \
+                              src/rndv/*.c src/ft/*.c))
+GEN_SRCS := gen/ftwgen.py gen/rules.py
+TEST_SRCS := $(sort $(wildcard tests/*.c))
+TOOLS := build/bin/ftw-supervise build/bin/ftw-info
+
+.PHONY: all lib tests tools check demo bench install clean setup
+all: lib tools tests
+
+# ---- per-MPI rules ------------------------------------------------------
+define mpi_rules
+B_$(1) := build/$(1)
+CC_$(1) := mpicc.$(1)
+OBJS_$(1) := $$(patsubst src/%.c,build/$(1)/obj/%.o,$$(LIB_SRCS))
+
+build/$(1)/wrap/.stamp: $$(GEN_SRCS)
+	@mkdir -p build/$(1)/wrap
+	$$(PYTHON) gen/ftwgen.py --cc mpicc.$(1) --out build/$(1)/wrap
+	@touch $$@
+
+build/$(1)/obj/%.o: src/%.c build/$(1)/wrap/.stamp $$(wildcard src/*/*.h) include/ftwrap.h
+	@mkdir -p $$(dir $$@)
+	mpicc.$(1) $$(CFLAGS_COMMON) -Ibuild/$(1)/wrap -c $$< -o $$@
+
+build/$(1)/libftwrap.so: $$(OBJS_$(1)) build/$(1)/wrap/.stamp src/ftwrap.map wrap/wrap.h
+	@mkdir -p build/$(1)/wrapobj
+	for f in build/$(1)/wrap/wrap_*.c; do \
+	  mpicc.$(1) $$(CFLAGS_COMMON) -Ibuild/$(1)/wrap -c $$$$f \
+	    -o build/$(1)/wrapobj/$$$$(basename $$$${f%.c}).o || exit 1; \
+	done
+	mpicc.$(1) -shared -Wl,--version-script=src/ftwrap.map -Wl,-z,defs \
+	  -o $$@ $$(OBJS_$(1)) build/$(1)/wrapobj/*.o -lunwind -lpthread
+
+build/$(1)/tests/%: tests/%.c tests/tap.h include/ftwrap.h build/$(1)/libftwrap.so
+	@mkdir -p build/$(1)/tests
+	mpicc.$(1) -O1 -g -std=gnu11 -Wall -Wextra -Werror -Iinclude -Itests $$< -o $$@ \
+	  $$(if $$(shell grep -l 'ftw-test:.*link=ftwrap' $$<),\
+	     -Lbuild/$(1) -lftwrap -Wl,-rpath,$$(abspath build/$(1)))
+
+lib: build/$(1)/libftwrap.so
+tests: $$(patsubst tests/%.c,build/$(1)/tests/%,$$(TEST_SRCS))
+endef
+$(foreach m,$(MPIS),$(eval $(call mpi_rules,$(m))))
+
+# ---- tools (no MPI) ------------------------------------------------------
+tools: $(TOOLS)
+build/bin/ftw-supervise: src/tools/ftw-supervise.c
+	@mkdir -p build/bin
+	gcc -O2 -g -std=gnu11 -Wall -Wextra -Werror $< -o $@
+build/bin/ftw-info: src/tools/ftw-info.c src/util/config.c src/util/log.c src/util/status.c $(wildcard src/util/*.h)
+	@mkdir -p build/bin
+	gcc -O2 -g -std=gnu11 -Wall -Wextra -Werror -Isrc $(filter %.c,$^) -o $@ -lunwind
+
+# ---- running -------------------------------------------------------------
+check: all
+	@test -n "$(MPIS)" || { echo "no MPI installed" >&2; exit 1; }
+	@st=0; for m in $(MPIS); do \
+	  for mode in native ftwrap; do \
+	    echo "=== $$m, $$mode ==="; \
+	    prove -e "tests/run $$m $$mode" $$(ls build/$$m/tests/* ) || st=1; \
+	  done; \
+	done; \
+	echo "=== generator coverage ==="; \
+	MPIS="$(MPIS)" prove tests/gen_coverage.sh || st=1; \
+	exit $$st
+
+demo: all
+	@for m in $(MPIS); do scripts/demo $$m || exit 1; done
+
+bench: all
+	scripts/bench/run
+
+setup:
+	scripts/setup
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(PREFIX)/libexec/ftwrap $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 scripts/ftwrun $(DESTDIR)$(PREFIX)/bin/ftwrun
+	install -m 644 include/ftwrap.h $(DESTDIR)$(PREFIX)/include/ftwrap.h
+	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/libexec/ftwrap/
+	for m in $(MPIS); do \
+	  install -d $(DESTDIR)$(PREFIX)/lib/ftwrap/$$m && \
+	  install -m 755 build/$$m/libftwrap.so $(DESTDIR)$(PREFIX)/lib/ftwrap/$$m/ && \
+	  sed -e 's|@PREFIX@|$(PREFIX)|g' -e "s|@MPI@|$$m|g" scripts/ftwrap.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ftwrap-$$m.pc || exit 1; \
+	done
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e "s|@MPI@|$(firstword $(MPIS))|g" \
+	  scripts/ftwrap.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ftwrap.pc
+
+clean:
+	rm -rf build

@@ -1,0 +1,139 @@
+"""The rule table of the ftwrap wrapper generator.
+
+Every MPI_ / MPIX_ function declared by the installed mpi.h must match
+exactly one rule here, or the build stops naming it.  A rule says which
+family a function belongs to; the family picks the code template in
+ftwgen.py (and, as the library grows, the core function in src/ that the
+wrapper calls).  Argument roles (communicator, request, buffer, rank, tag)
+are read off the prototype by ftwgen.py; a rule only adds what the
+prototype cannot say: whether the call is collective, creates a
+communicator, or may block.
+
+Patterns are anchored regular expressions over the C name.  The large-count
+("_c") forms share the rule of their base function.
+"""
+
+# Attributes a rule can carry.
+BLOCKS = "blocks"            # may wait for another process
+COLLECTIVE = "collective"    # every process of the communicator calls it
+CREATES_COMM = "creates_comm"  # returns a new communicator
+FREES_COMM = "frees_comm"    # releases a communicator handle
+NONBLOCKING = "nonblocking"  # starts a request
+PERSISTENT = "persistent"    # creates an inactive persistent request
+
+_LC = r"(_c)?"  # optional large-count suffix
+
+_COLL = (r"(Barrier|Bcast|Reduce|Allreduce|Scan|Exscan|Gather|Gatherv|"
+         r"Scatter|Scatterv|Allgather|Allgatherv|Alltoall|Alltoallv|"
+         r"Alltoallw|Reduce_scatter|Reduce_scatter_block|"
+         r"Neighbor_allgather|Neighbor_allgatherv|Neighbor_alltoall|"
+         r"Neighbor_alltoallv|Neighbor_alltoallw)")
+
+# (pattern, family, attributes).  First match wins; order from specific to
+# general.
+RULES = [
+    # Process lifetime.
+    (r"MPI_(Init|Init_thread)", "init", {BLOCKS, COLLECTIVE}),
+    (r"MPI_Finalize", "finalize", {BLOCKS, COLLECTIVE}),
+    (r"MPI_(Initialized|Finalized|Query_thread|Is_thread_main|Abort)",
+     "local", set()),
+
+    # Point-to-point.
+    (r"MPI_(Send|Ssend|Rsend|Bsend)" + _LC, "send", {BLOCKS}),
+    (r"MPI_(Isend|Issend|Irsend|Ibsend)" + _LC, "send", {NONBLOCKING}),
+    (r"MPI_(Send|Ssend|Rsend|Bsend)_init" + _LC, "send", {PERSISTENT}),
+    (r"MPI_Recv" + _LC, "recv", {BLOCKS}),
+    (r"MPI_Irecv" + _LC, "recv", {NONBLOCKING}),
+    (r"MPI_Recv_init" + _LC, "recv", {PERSISTENT}),
+    (r"MPI_Mrecv" + _LC, "recv", {BLOCKS}),
+    (r"MPI_Imrecv" + _LC, "recv", {NONBLOCKING}),
+    (r"MPI_(Probe|Mprobe)", "probe", {BLOCKS}),
+    (r"MPI_(Iprobe|Improbe)", "probe", set()),
+    (r"MPI_(Sendrecv|Sendrecv_replace)" + _LC, "sendrecv", {BLOCKS}),
+    (r"MPI_(Isendrecv|Isendrecv_replace)" + _LC, "sendrecv", {NONBLOCKING}),
+    (r"MPI_(Psend_init|Precv_init)", "partitioned", {PERSISTENT}),
+    (r"MPI_(Pready|Pready_range|Pready_list|Parrived)", "partitioned", set()),
+
+    # Request completion and management.
+    (r"MPI_(Wait|Waitall|Waitany|Waitsome)", "wait", {BLOCKS}),
+    (r"MPI_(Test|Testall|Testany|Testsome)", "wait", set()),
+    (r"MPI_(Start|Startall)", "start", set()),
+    (r"MPI_(Request_free|Cancel|Request_get_status|Test_cancelled)",
+     "request", set()),
+    (r"MPIX?_(Grequest_start|Grequest_complete|Grequest_class_create|"
+     r"Grequest_class_allocate)", "request", set()),
+
+    # Collectives: blocking, nonblocking, persistent (MPI-4 and Open MPI's
+    # MPIX_ extension of the same).
+    (r"MPI_" + _COLL + _LC, "coll", {BLOCKS, COLLECTIVE}),
+    (r"MPI_I" + _COLL.lower() + _LC, "coll", {COLLECTIVE, NONBLOCKING}),
+    (r"MPIX?_" + _COLL + "_init" + _LC, "coll", {COLLECTIVE, PERSISTENT}),
+
+    # Communicator creation and release.
+    (r"MPI_(Comm_dup|Comm_dup_with_info|Comm_split|Comm_split_type|"
+     r"Comm_create|Comm_create_group|Intercomm_create|Intercomm_merge|"
+     r"Cart_create|Cart_sub|Graph_create|Dist_graph_create|"
+     r"Dist_graph_create_adjacent|Comm_accept|Comm_connect|Comm_spawn|"
+     r"Comm_spawn_multiple|Comm_join|Comm_create_from_group|"
+     r"Intercomm_create_from_groups)", "comm_create",
+     {BLOCKS, COLLECTIVE, CREATES_COMM}),
+    (r"MPI_(Comm_idup|Comm_idup_with_info)", "comm_create",
+     {COLLECTIVE, CREATES_COMM, NONBLOCKING}),
+    (r"MPI_(Comm_free|Comm_disconnect)", "comm_free", {FREES_COMM}),
+
+    # Error handling.
+    (r"MPI_(Comm_create_errhandler|Comm_set_errhandler|Comm_get_errhandler|"
+     r"Comm_call_errhandler|Errhandler_free)", "errhandler", set()),
+
+    # ULFM calls some MPIs declare; ftwrap passes them on for now.
+    (r"MPIX_Comm_(revoke|shrink|agree|failure_ack|failure_get_acked)",
+     "ulfm", set()),
+
+    # Local calls with no failure semantics: checked passthrough.  Whole
+    # object families by prefix (datatypes, groups, info, files, windows,
+    # the tools interface, sessions) ...
+    (r"MPI_(Type|Pack|Unpack|Info|Group|Op|Error|Add_error|Attr|Keyval|"
+     r"Buffer|Cart|Graph|Status|Aint|Errhandler|Message|Win|File|T|"
+     r"Session)_\w+", "local", set()),
+    # ... and single calls by name.
+    (r"MPI_(Pack|Unpack|Get_address|Get_count|Get_elements|Get_elements_x|"
+     r"Get_library_version|Get_processor_name|Get_version|Reduce_local|"
+     r"Comm_(rank|size|remote_size|remote_group|group|compare|test_inter|"
+     r"set_name|get_name|set_info|get_info|set_attr|get_attr|delete_attr|"
+     r"create_keyval|free_keyval|c2f|f2c|get_parent)|"
+     r"Request_c2f|Request_f2c|Alloc_mem|Free_mem|Dims_create|Cartdim_get|"
+     r"Graphdims_get|Dist_graph_neighbors|Dist_graph_neighbors_count|"
+     r"Topo_test|Address|Register_datarep|Open_port|Close_port|"
+     r"Publish_name|Unpublish_name|Lookup_name|Pcontrol|Wtime|Wtick|"
+     r"Put|Rput|Get|Rget|Accumulate|Raccumulate|Get_accumulate|"
+     r"Rget_accumulate|Fetch_and_op|Compare_and_swap|Group_from_session_pset)"
+     + _LC, "local", set()),
+    (r"MPIX_(Delete_error_class|Delete_error_code|Delete_error_string|"
+     r"GPU_query_support|Query_cuda_support|Query_hip_support|"
+     r"Query_ze_support)", "local", set()),
+]
+
+# Functions an MPI declares without a PMPI_ entry point, so ftwrap cannot
+# forward them, with the reason.  On an MPI that has the PMPI_ form they are
+# wrapped like any other.
+# The generator skips them; tests/gen_coverage.sh accepts them.
+EXCLUDED = {
+    "MPIX_Query_cuda_support":
+        "Open MPI declares no PMPIX_ entry point to forward to",
+}
+
+# Symbols a libmpi exports under an MPI_ name that are not MPI calls, or
+# that its mpi.h does not declare, with the reason ftwrap leaves them alone.
+NOT_CALLS = {
+    r"MPI_F_STATUSES?_IGNORE|MPI_F08_STATUSES?_IGNORE|MPI_UNWEIGHTED|"
+    r"MPI_WEIGHTS_EMPTY|MPI_T_PVAR_ALL_HANDLES":
+        "a predefined constant (data symbol), not a function",
+    r"MPI_(COMM|TYPE|WIN)_(DUP|NULL_COPY|NULL_DELETE)_FN|MPI_(NULL_COPY|"
+    r"NULL_DELETE|DUP)_FN|MPI_CONVERSION_FN_NULL":
+        "a predefined callback the MPI calls through a pointer",
+    r"MPI_(AINT_ADD|AINT_DIFF|WTICK|WTIME)_F90":
+        "Fortran binding",
+    r"MPI_(Address|Errhandler_create|Errhandler_get|Errhandler_set|"
+    r"Type_extent|Type_hindexed|Type_hvector|Type_lb|Type_struct|Type_ub)":
+        "removed in MPI-3.0; Open MPI's mpi.h no longer declares it",
+}

@@ -1,0 +1,40 @@
+/*
+ * The entry points the generated wrappers call: one core per family.
+ */
+#ifndef FTW_FT_FT_H
+#define FTW_FT_FT_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "detect/detect.h"
+#include "util/compiler.h"
+
+/* Epoch of the last failure the application side has handled. */
+extern uint32_t ftw_seen_epoch;
+
+/* Catch up with failures the detector published since ftw_seen_epoch. */
+void ftw_failure_catch_up(void);
+
+/* The fast path of every wrapped call: one relaxed atomic load. */
+static inline void ftw_wrap_check(void)
+{
+    if (ftw_unlikely(atomic_load_explicit(&ftw_fail_epoch,
+                                          memory_order_relaxed) !=
+                     ftw_seen_epoch))
+        ftw_failure_catch_up();
+}
+
+/* MPI_Init, MPI_Init_thread: around the native call. */
+void ftw_init_before(void);
+int ftw_init_after(int rc);
+
+/* MPI_Finalize. */
+int ftw_finalize(void);
+
+/* Communicator creation and release: after a successful native creation,
+ * before the native release. */
+void ftw_comm_created(MPI_Comm newcomm);
+void ftw_comm_released(MPI_Comm comm);
+
+#endif

@@ -1,0 +1,109 @@
+/* MPI_Init and MPI_Finalize under ftwrap. */
+#include <stdio.h>
+
+#include "ftwrap.h"
+#include "ft/comm.h"
+#include "ft/ft.h"
+#include "util/config.h"
+#include "util/log.h"
+#include "util/stats.h"
+
+uint32_t ftw_seen_epoch;
+
+static int ftw_active;
+static int world_rank = -1;
+
+/* The FTW_ERR_* classes, registered in this order at MPI_Init so that they
+ * get the constant values ftwrap.h gives them. */
+static const struct {
+    int code;
+    const char *name;
+    const char *text;
+} err_classes[] = {
+    { FTW_ERR_PROC_FAIL_STOP, "FTW_ERR_PROC_FAIL_STOP",
+      "FTW_ERR_PROC_FAIL_STOP: a process the operation depends on failed" },
+    { FTW_ERR_ANY_SOURCE_DISABLED, "FTW_ERR_ANY_SOURCE_DISABLED",
+      "FTW_ERR_ANY_SOURCE_DISABLED: MPI_ANY_SOURCE receives are disabled "
+      "on this communicator after a process failure" },
+    { FTW_ERR_DRAINED, "FTW_ERR_DRAINED",
+      "FTW_ERR_DRAINED: the request was cancelled by a drain" },
+    { FTW_ERR_BUFFER_UNUSABLE, "FTW_ERR_BUFFER_UNUSABLE",
+      "FTW_ERR_BUFFER_UNUSABLE: a failed transfer may still write the "
+      "receive buffer; it is quarantined" },
+    { FTW_ERR_INTERRUPTED, "FTW_ERR_INTERRUPTED",
+      "FTW_ERR_INTERRUPTED: the call was interrupted by a new process "
+      "failure" },
+};
+
+static void register_error_classes(void)
+{
+    for (size_t i = 0; i < FTW_ARRAY_SIZE(err_classes); i++) {
+        int code;
+
+        if (PMPI_Add_error_class(&code) != MPI_SUCCESS)
+            ftw_fatal("MPI_Add_error_class failed for %s",
+                      err_classes[i].name);
+        if (code != err_classes[i].code)
+            ftw_fatal("MPI_Add_error_class gave %s the value %d, but "
+                      "ftwrap.h says %d: the program registered error "
+                      "classes before ftwrap, or ftwrap was built for "
+                      "another MPI", err_classes[i].name, code,
+                      err_classes[i].code);
+        PMPI_Add_error_string(code, err_classes[i].text);
+    }
+}
+
+void ftw_init_before(void)
+{
+}
+
+int ftw_init_after(int rc)
+{
+    if (rc != MPI_SUCCESS)
+        return rc;
+    ftw_config_load();
+    PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    ftw_log_set_rank(world_rank);
+    register_error_classes();
+    ftw_comm_track(MPI_COMM_WORLD);
+    ftw_comm_track(MPI_COMM_SELF);
+    if (ftw_cfg.print_config && world_rank == 0)
+        ftw_config_print(stdout);
+    ftw_active = 1;
+    ftw_info("ftwrap %d.%d active", FTWRAP_VERSION_MAJOR,
+             FTWRAP_VERSION_MINOR);
+    return MPI_SUCCESS;
+}
+
+int ftw_finalize(void)
+{
+    if (ftw_active && ftw_cfg.stats)
+        ftw_stats_print(stdout, world_rank);
+    ftw_comm_table_clear();
+    ftw_active = 0;
+    return PMPI_Finalize();
+}
+
+void ftw_failure_catch_up(void)
+{
+    ftw_seen_epoch = atomic_load_explicit(&ftw_fail_epoch,
+                                          memory_order_acquire);
+}
+
+void ftw_comm_created(MPI_Comm newcomm)
+{
+    ftw_comm_track(newcomm);
+}
+
+void ftw_comm_released(MPI_Comm comm)
+{
+    ftw_comm_untrack(comm);
+}
+
+FTW_EXPORT int FTW_Initialized(int *flag)
+{
+    if (flag == NULL)
+        return MPI_ERR_ARG;
+    *flag = ftw_active;
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,199 @@
+/* The FTW_* environment knobs: one table, parsed once. */
+#include "util/config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util/log.h"
+
+ftw_config_t ftw_cfg;
+
+static const char *const log_names[] = { "error", "warn", "info", "debug",
+                                         NULL };
+
+#define FTW_CFG_FIELD(f) offsetof(ftw_config_t, f)
+
+static const ftw_cfg_row_t cfg_table[] = {
+    { "FTW_LOG", "warn",
+      "Log level: error, warn, info or debug.",
+      FTW_CFG_ENUM, FTW_CFG_FIELD(log_level), log_names },
+    { "FTW_STATS", "0",
+      "Print per-rank counters of what ftwrap did at MPI_Finalize.",
+      FTW_CFG_BOOL, FTW_CFG_FIELD(stats), NULL },
+    { "FTW_PRINT_CONFIG", "0",
+      "Rank 0 prints this table at MPI_Init.",
+      FTW_CFG_BOOL, FTW_CFG_FIELD(print_config), NULL },
+};
+
+static const char *const type_names[] = {
+    [FTW_CFG_BOOL] = "bool", [FTW_CFG_INT] = "int",
+    [FTW_CFG_SIZE] = "size", [FTW_CFG_DOUBLE] = "double",
+    [FTW_CFG_STRING] = "string", [FTW_CFG_ENUM] = "enum",
+};
+
+static int parse_bool(const char *s, int *v_p)
+{
+    static const char *const yes[] = { "1", "y", "yes", "on", "true" };
+    static const char *const no[] = { "0", "n", "no", "off", "false" };
+
+    for (size_t i = 0; i < FTW_ARRAY_SIZE(yes); i++) {
+        if (!strcasecmp(s, yes[i])) {
+            *v_p = 1;
+            return 0;
+        }
+        if (!strcasecmp(s, no[i])) {
+            *v_p = 0;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_size(const char *s, size_t *v_p)
+{
+    char *end;
+    unsigned long long v;
+    unsigned shift = 0;
+
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || end == s || *s == '-')
+        return -1;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    }
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (*end != '\0' || v > (SIZE_MAX >> shift))
+        return -1;
+    *v_p = (size_t)v << shift;
+    return 0;
+}
+
+/* Parse s by the row's type into the field; 0 on success. */
+static int cfg_parse(const ftw_cfg_row_t *row, const char *s)
+{
+    void *field = (char *)&ftw_cfg + row->offset;
+    char *end;
+
+    switch (row->type) {
+    case FTW_CFG_BOOL:
+        return parse_bool(s, field);
+    case FTW_CFG_INT: {
+        long v;
+
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno || end == s || *end != '\0' || v < 0 || v > INT32_MAX)
+            return -1;
+        *(int *)field = (int)v;
+        return 0;
+    }
+    case FTW_CFG_SIZE:
+        return parse_size(s, field);
+    case FTW_CFG_DOUBLE: {
+        double v;
+
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno || end == s || *end != '\0' || v < 0)
+            return -1;
+        *(double *)field = v;
+        return 0;
+    }
+    case FTW_CFG_STRING:
+        *(const char **)field = s;
+        return 0;
+    case FTW_CFG_ENUM:
+        for (int i = 0; row->names[i]; i++) {
+            if (!strcasecmp(s, row->names[i])) {
+                *(int *)field = i;
+                return 0;
+            }
+        }
+        return -1;
+    }
+    return -1;
+}
+
+static void cfg_expect(const ftw_cfg_row_t *row, char *buf, size_t len)
+{
+    size_t n = 0;
+
+    if (row->type != FTW_CFG_ENUM) {
+        snprintf(buf, len, "a %s", type_names[row->type]);
+        return;
+    }
+    buf[0] = '\0';
+    for (int i = 0; row->names[i] && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "|" : "",
+                              row->names[i]);
+}
+
+ftw_status_t ftw_config_load(void)
+{
+    ftw_status_t status = FTW_OK;
+
+    for (size_t i = 0; i < FTW_ARRAY_SIZE(cfg_table); i++) {
+        const ftw_cfg_row_t *row = &cfg_table[i];
+        const char *env = getenv(row->name);
+        char expect[128];
+
+        if (cfg_parse(row, row->dflt) != 0)
+            ftw_fatal("default '%s' of %s does not parse", row->dflt,
+                      row->name);
+        if (env == NULL || cfg_parse(row, env) == 0)
+            continue;
+        cfg_expect(row, expect, sizeof(expect));
+        ftw_error("%s='%s' is not valid (expected %s); using the default "
+                  "'%s'", row->name, env, expect, row->dflt);
+        cfg_parse(row, row->dflt);
+        status = FTW_ST_INVALID_PARAM;
+    }
+    ftw_log_level = ftw_cfg.log_level;
+    return status;
+}
+
+static void cfg_value(const ftw_cfg_row_t *row, char *buf, size_t len)
+{
+    const void *field = (const char *)&ftw_cfg + row->offset;
+
+    switch (row->type) {
+    case FTW_CFG_BOOL:
+    case FTW_CFG_INT:
+        snprintf(buf, len, "%d", *(const int *)field);
+        break;
+    case FTW_CFG_SIZE:
+        snprintf(buf, len, "%zu", *(const size_t *)field);
+        break;
+    case FTW_CFG_DOUBLE:
+        snprintf(buf, len, "%g", *(const double *)field);
+        break;
+    case FTW_CFG_STRING:
+        snprintf(buf, len, "%s", *(const char *const *)field);
+        break;
+    case FTW_CFG_ENUM:
+        snprintf(buf, len, "%s", row->names[*(const int *)field]);
+        break;
+    }
+}
+
+void ftw_config_print(FILE *out)
+{
+    fprintf(out, "%-22s %-7s %-12s %-12s %s\n", "# knob", "type", "value",
+            "default", "help");
+    for (size_t i = 0; i < FTW_ARRAY_SIZE(cfg_table); i++) {
+        const ftw_cfg_row_t *row = &cfg_table[i];
+        char val[64];
+
+        cfg_value(row, val, sizeof(val));
+        fprintf(out, "%-22s %-7s %-12s %-12s %s\n", row->name,
+                type_names[row->type], val, row->dflt, row->help);
+    }
+    fflush(out);
+}

@@ -1,0 +1,50 @@
+/*
+ * The configuration table: every FTW_* environment knob is one row (name,
+ * default, help, type, offset into ftw_config_t).  A default is written in
+ * the table and nowhere else.  ftw_config_load() reads the environment once,
+ * at MPI_Init; FTW_PRINT_CONFIG=1 or `ftwrun --print-config` prints the
+ * table with the values in effect.
+ */
+#ifndef FTW_UTIL_CONFIG_H
+#define FTW_UTIL_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "util/status.h"
+
+typedef enum {
+    FTW_CFG_BOOL,       /* 0/1, yes/no, on/off, true/false */
+    FTW_CFG_INT,        /* decimal integer */
+    FTW_CFG_SIZE,       /* bytes, with an optional k, m or g suffix */
+    FTW_CFG_DOUBLE,     /* seconds and the like */
+    FTW_CFG_STRING,     /* free text, "" when unset */
+    FTW_CFG_ENUM,       /* one of the row's names; stored as its index */
+} ftw_cfg_type_t;
+
+typedef struct {
+    int log_level;          /* FTW_LOG: index into the level names */
+    int stats;              /* FTW_STATS */
+    int print_config;       /* FTW_PRINT_CONFIG */
+} ftw_config_t;
+
+typedef struct {
+    const char *name;
+    const char *dflt;
+    const char *help;
+    ftw_cfg_type_t type;
+    size_t offset;              /* of the field in ftw_config_t */
+    const char *const *names;   /* FTW_CFG_ENUM: NULL-terminated */
+} ftw_cfg_row_t;
+
+extern ftw_config_t ftw_cfg;
+
+/* Fill ftw_cfg from defaults and the environment.  A value that does not
+ * parse is reported and replaced by the default (FTW_ST_INVALID_PARAM is
+ * returned so the caller may refuse to go on). */
+ftw_status_t ftw_config_load(void);
+
+/* Print the table: name, type, value in effect, default, help. */
+void ftw_config_print(FILE *out);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * Per-process counters of what ftwrap did, printed at MPI_Finalize when
+ * FTW_STATS=1.  Add a counter by adding one line to FTW_STATS_LIST.
+ */
+#ifndef FTW_UTIL_STATS_H
+#define FTW_UTIL_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define FTW_STATS_LIST(_)                                              \
+    _(COMMS_CREATED,  "comms_created",  "communicators created")        \
+    _(COMMS_FREED,    "comms_freed",    "communicators freed")          \
+    _(ERRHANDLER_CALLS, "errhandler_calls", "user errhandlers called")
+
+typedef enum {
+#define FTW_STAT_ENUM_(id, key, help) FTW_STAT_##id,
+    FTW_STATS_LIST(FTW_STAT_ENUM_)
+#undef FTW_STAT_ENUM_
+    FTW_STAT_COUNT
+} ftw_stat_t;
+
+extern _Atomic uint64_t ftw_stats[FTW_STAT_COUNT];
+
+static inline void ftw_stat_add(ftw_stat_t s, uint64_t n)
+{
+    atomic_fetch_add_explicit(&ftw_stats[s], n, memory_order_relaxed);
+}
+
+/* One line: "[ftwrap r<rank>] stats: key=value ...". */
+void ftw_stats_print(FILE *out, int rank);
+
+#endif

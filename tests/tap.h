@@ -1,0 +1,140 @@
+/*
+ * tap.h - a TAP emitter for MPI test programs.
+ *
+ * Every rank evaluates each check; rank 0 prints one TAP line per check
+ * after an MPI_Allreduce has combined the ranks' verdicts, so a check is
+ * "ok" only when it held on every rank.  tap_ok_local() prints without
+ * communication, from rank 0 only, for checks made where collectives are
+ * not possible (after a process failure, say).
+ */
+#ifndef FTW_TAP_H
+#define FTW_TAP_H
+
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+
+static int tap_count_;
+static int tap_failed_;
+static int tap_rank_ = -1;
+
+static inline int tap_rank(void)
+{
+    if (tap_rank_ < 0)
+        MPI_Comm_rank(MPI_COMM_WORLD, &tap_rank_);
+    return tap_rank_;
+}
+
+static inline void tap_plan(int n)
+{
+    if (tap_rank() == 0) {
+        printf("1..%d\n", n);
+        fflush(stdout);
+    }
+}
+
+static inline void tap_vline_(int ok, const char *fmt, va_list ap)
+{
+    tap_count_++;
+    if (!ok)
+        tap_failed_++;
+    if (tap_rank() != 0)
+        return;
+    printf("%sok %d - ", ok ? "" : "not ", tap_count_);
+    vprintf(fmt, ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+/* Collective over comm: ok on rank 0 only if cond held on every rank. */
+static inline int tap_ok_comm(MPI_Comm comm, int cond, const char *fmt, ...)
+{
+    int all = 0;
+    va_list ap;
+
+    cond = !!cond;
+    if (MPI_Allreduce(&cond, &all, 1, MPI_INT, MPI_LAND, comm) != MPI_SUCCESS)
+        all = 0;
+    va_start(ap, fmt);
+    tap_vline_(all, fmt, ap);
+    va_end(ap);
+    return all;
+}
+
+#define tap_ok(cond, ...) tap_ok_comm(MPI_COMM_WORLD, (cond), __VA_ARGS__)
+
+/* Local: rank 0's own verdict, no communication. */
+static inline int tap_ok_local(int cond, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    tap_vline_(!!cond, fmt, ap);
+    va_end(ap);
+    return !!cond;
+}
+
+/* Print a diagnostic line from any rank (TAP ignores "#" lines). */
+static inline void tap_diag(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "# [rank %d] ", tap_rank());
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+}
+
+/* Exit status for main(): nonzero if any check failed on this rank. */
+static inline int tap_status(void)
+{
+    return tap_failed_ ? 1 : 0;
+}
+
+/* Checksum helpers: fill a buffer with a pattern derived from a seed and
+ * verify it, so corruption anywhere in a message is caught. */
+static inline uint8_t tap_pattern_byte(uint64_t seed, size_t i)
+{
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + i * 0xBF58476D1CE4E5B9ull;
+
+    x ^= x >> 31;
+    return (uint8_t)(x ^ (x >> 17));
+}
+
+static inline void tap_fill(void *buf, size_t len, uint64_t seed)
+{
+    uint8_t *p = buf;
+
+    for (size_t i = 0; i < len; i++)
+        p[i] = tap_pattern_byte(seed, i);
+}
+
+/* Returns 1 if buf holds exactly the pattern tap_fill() wrote. */
+static inline int tap_check(const void *buf, size_t len, uint64_t seed)
+{
+    const uint8_t *p = buf;
+
+    for (size_t i = 0; i < len; i++)
+        if (p[i] != tap_pattern_byte(seed, i))
+            return 0;
+    return 1;
+}
+
+/* 64-bit FNV-1a over a buffer. */
+static inline uint64_t tap_fnv1a(const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+#endif /* FTW_TAP_H */

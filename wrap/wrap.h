@@ -1,0 +1,18 @@
+/*
+ * Everything the generated wrappers (build/<mpi>/wrap/wrap_*.c) see: the
+ * MPI, the functions the installed MPI has, and the family cores of
+ * src/ft.  Hand-written code lives in src/, never in generated files.
+ */
+#ifndef FTW_WRAP_H
+#define FTW_WRAP_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "ftw_mpi_have.h"
+#ifdef FTW_HAVE_MPI_EXT_H
+#include <mpi-ext.h>
+#endif
+#include "ft/ft.h"
+
+#endif
