@@ -9,6 +9,7 @@
 #   make install PREFIX=/usr/local
 
 PREFIX ?= /usr/local
+comma := ,
 PYTHON ?= python3
 
 # Before anything else: without the packages there is nothing to detect.
@@ -64,7 +65,7 @@ build/$(1)/tests/%: tests/%.c tests/tap.h include/ftwrap.h build/$(1)/libftwrap.
 	@mkdir -p build/$(1)/tests
 	mpicc.$(1) -O1 -g -std=gnu11 -Wall -Wextra -Werror -Iinclude -Itests $$< -o $$@ \
 	  $$(if $$(shell grep -l 'ftw-test:.*link=ftwrap' $$<),\
-	     -Lbuild/$(1) -lftwrap -Wl,-rpath,$$(abspath build/$(1)))
+	     -Lbuild/$(1) -lftwrap -Wl$$(comma)-rpath$$(comma)$$(abspath build/$(1)))
 
 lib: build/$(1)/libftwrap.so
 tests: $$(patsubst tests/%.c,build/$(1)/tests/%,$$(TEST_SRCS))

@@ -320,6 +320,151 @@ def body_comm_free(f):
             "    return rc;\n" % (arg, arg, f.call(f.pname)))
 
 
+def body_core(f):
+    """The family core in src/ft has the MPI's own signature."""
+    return "    return %s;\n" % f.call("ftw_" + f.name[4:].lower())
+
+
+def shape(f, types):
+    """The parameter names of f, checked against the expected types (a
+    type of None matches anything)."""
+    if len(f.params) != len(types):
+        raise GenError("%s: expected %d parameters, found %d"
+                       % (f.name, len(types), len(f.params)))
+    for p, t in zip(f.params, types):
+        if t is not None and not re.match(t + "$", p.type):
+            raise GenError("%s: parameter %s is '%s', expected %s"
+                           % (f.name, p.name, p.type, t))
+    return [p.name for p in f.params]
+
+
+def base_and_suffix(f):
+    """'MPI_Ssend_c' -> ('Ssend', '_c')."""
+    name = f.name[4:]
+    return (name[:-2], "_c") if name.endswith("_c") else (name, "")
+
+
+def nonblocking_of(base, suffix):
+    return "PMPI_I%s%s%s" % (base[0].lower(), base[1:], suffix)
+
+
+COMM = r"MPI_Comm"
+DT = r"MPI_Datatype"
+REQ = r"MPI_Request \*"
+ST = r"MPI_Status \*"
+MSG = r"MPI_Message \*"
+P2P = [None, None, DT, "int", "int", COMM]     # buf count type peer tag comm
+
+
+def op_begin(f, comm, peer, kind):
+    return "    ftw_op_begin(&op, \"%s\", %s, %s, %s);\n" % (
+        f.name, comm, peer, kind)
+
+
+def refused(status, extra=""):
+    return ("    if (ftw_op_refused(&op, %s)) {\n%s"
+            "        return op.rc;\n    }\n" % (status, extra))
+
+
+def body_send(f):
+    base, sfx = base_and_suffix(f)
+    kind = "FTW_OP_SSEND" if "ssend" in base.lower() else "FTW_OP_SEND"
+    if BLOCKS_ in f.attrs:
+        n = shape(f, P2P)
+        out = "    ftw_op_t op;\n\n" + op_begin(f, n[5], n[3], kind)
+        out += refused("MPI_STATUS_IGNORE")
+        if base == "Bsend":
+            return out + "    return %s;\n" % f.call(f.pname)
+        if base != "Ssend":
+            out += ("    if (ftw_op_direct(&op, %s, %s))\n"
+                    "        return %s;\n" % (n[1], n[2], f.call(f.pname)))
+        return out + ("    return ftw_op_wait(&op, %s(%s, &op.req), "
+                      "MPI_STATUS_IGNORE);\n"
+                      % (nonblocking_of(base, sfx), ", ".join(n)))
+    n = shape(f, P2P + [REQ])
+    return body_post(f, n[5], n[3], kind, n[6])
+
+
+def body_post(f, comm, peer, kind, request, peer2=None):
+    out = "    ftw_op_t op;\n\n" + op_begin(f, comm, peer, kind)
+    if PERSISTENT_ in f.attrs:
+        out += "    op.info.persistent = 1;\n"
+    if peer2:
+        out += "    ftw_op_set_peer2(&op, %s);\n" % peer2
+    out += refused("MPI_STATUS_IGNORE",
+                   "        *%s = MPI_REQUEST_NULL;\n" % request)
+    return out + "    return ftw_op_posted(&op, %s, %s);\n" % (
+        f.call(f.pname), request)
+
+
+def body_recv(f):
+    base, sfx = base_and_suffix(f)
+    if base == "Mrecv":
+        n = shape(f, [None, None, DT, MSG, ST])
+        return ("    ftw_op_t op;\n\n"
+                "    ftw_op_begin_msg(&op, \"%s\", *%s);\n"
+                "    return ftw_op_wait(&op, %s(%s, %s, %s, %s, &op.req), "
+                "%s);\n" % (f.name, n[3], nonblocking_of(base, sfx),
+                            n[0], n[1], n[2], n[3], n[4]))
+    if base == "Imrecv":
+        n = shape(f, [None, None, DT, MSG, REQ])
+        return ("    ftw_op_t op;\n\n"
+                "    ftw_op_begin_msg(&op, \"%s\", *%s);\n"
+                "    return ftw_op_posted(&op, %s, %s);\n"
+                % (f.name, n[3], f.call(f.pname), n[4]))
+    if BLOCKS_ in f.attrs:
+        n = shape(f, P2P + [ST])
+        return ("    ftw_op_t op;\n\n" + op_begin(f, n[5], n[3], "FTW_OP_RECV")
+                + refused(n[6]) +
+                "    return ftw_op_wait(&op, %s(%s, &op.req), %s);\n"
+                % (nonblocking_of(base, sfx), ", ".join(n[:6]), n[6]))
+    n = shape(f, P2P + [REQ])
+    return body_post(f, n[5], n[3], "FTW_OP_RECV", n[6])
+
+
+def body_sendrecv(f):
+    base, sfx = base_and_suffix(f)
+    isend, irecv = "PMPI_Isend" + sfx, "PMPI_Irecv" + sfx
+    if base == "Sendrecv":
+        n = shape(f, P2P[:5] + P2P[:5] + [COMM, ST])
+        return ("    ftw_op_t op;\n    int rc;\n\n"
+                + op_begin(f, n[10], n[8], "FTW_OP_RECV") +
+                "    ftw_op_set_peer2(&op, %s);\n" % n[3] + refused(n[11]) +
+                "    rc = %s(%s, &op.req);\n"
+                "    if (rc == MPI_SUCCESS)\n"
+                "        rc = %s(%s, &op.req2);\n"
+                "    return ftw_op_wait(&op, rc, %s);\n"
+                % (irecv, ", ".join(n[5:11]), isend,
+                   ", ".join(n[0:5] + [n[10]]), n[11]))
+    if base == "Sendrecv_replace":
+        n = shape(f, [None, None, DT, "int", "int", "int", "int", COMM, ST])
+        buf, cnt, dt = n[0], n[1], n[2]
+        return ("    ftw_op_t op;\n    const void *copy;\n    int rc;\n\n"
+                + op_begin(f, n[7], n[5], "FTW_OP_RECV") +
+                "    ftw_op_set_peer2(&op, %s);\n" % n[3] + refused(n[8]) +
+                "    copy = ftw_op_copy_span(&op, %s, %s, %s);\n"
+                "    if (copy == NULL)\n"
+                "        return ftw_raise(%s, op.rc, \"%s\", -1);\n"
+                "    rc = %s(%s, %s, %s, %s, %s, %s, &op.req);\n"
+                "    if (rc == MPI_SUCCESS)\n"
+                "        rc = %s(copy, %s, %s, %s, %s, %s, &op.req2);\n"
+                "    return ftw_op_wait(&op, rc, %s);\n"
+                % (buf, cnt, dt, n[7], f.name,
+                   irecv, buf, cnt, dt, n[5], n[6], n[7],
+                   isend, cnt, dt, n[3], n[4], n[7], n[8]))
+    if base == "Isendrecv":
+        n = shape(f, P2P[:5] + P2P[:5] + [COMM, REQ])
+        return body_post(f, n[10], n[8], "FTW_OP_RECV", n[11], peer2=n[3])
+    if base == "Isendrecv_replace":
+        n = shape(f, [None, None, DT, "int", "int", "int", "int", COMM, REQ])
+        return body_post(f, n[7], n[5], "FTW_OP_RECV", n[8], peer2=n[3])
+    raise GenError("%s: no send-receive template" % f.name)
+
+
+BLOCKS_ = rules.BLOCKS
+PERSISTENT_ = rules.PERSISTENT
+
+
 def body_for(f):
     if f.ret != "int":
         return body_plain(f)
@@ -327,6 +472,14 @@ def body_for(f):
         return body_init(f)
     if f.family == "finalize":
         return body_finalize(f)
+    if rules.CORE in f.attrs:
+        return body_core(f)
+    if f.family == "send":
+        return body_send(f)
+    if f.family == "recv":
+        return body_recv(f)
+    if f.family == "sendrecv":
+        return body_sendrecv(f)
     if f.family == "comm_create":
         return body_comm_create(f)
     if f.family == "comm_free":

@@ -20,6 +20,9 @@ CREATES_COMM = "creates_comm"  # returns a new communicator
 FREES_COMM = "frees_comm"    # releases a communicator handle
 NONBLOCKING = "nonblocking"  # starts a request
 PERSISTENT = "persistent"    # creates an inactive persistent request
+CORE = "core"                # the wrapper calls ftw_<name>() in src/ft with
+                             # the same arguments (same signature on every
+                             # MPI, no large-count twin)
 
 _LC = r"(_c)?"  # optional large-count suffix
 
@@ -35,7 +38,9 @@ RULES = [
     # Process lifetime.
     (r"MPI_(Init|Init_thread)", "init", {BLOCKS, COLLECTIVE}),
     (r"MPI_Finalize", "finalize", {BLOCKS, COLLECTIVE}),
-    (r"MPI_(Initialized|Finalized|Query_thread|Is_thread_main|Abort)",
+    (r"MPI_Finalized", "local", {CORE}),
+    (r"MPI_Error_class", "local", {CORE}),
+    (r"MPI_(Initialized|Query_thread|Is_thread_main|Abort)",
      "local", set()),
 
     # Point-to-point.
@@ -47,19 +52,19 @@ RULES = [
     (r"MPI_Recv_init" + _LC, "recv", {PERSISTENT}),
     (r"MPI_Mrecv" + _LC, "recv", {BLOCKS}),
     (r"MPI_Imrecv" + _LC, "recv", {NONBLOCKING}),
-    (r"MPI_(Probe|Mprobe)", "probe", {BLOCKS}),
-    (r"MPI_(Iprobe|Improbe)", "probe", set()),
+    (r"MPI_(Probe|Mprobe)", "probe", {BLOCKS, CORE}),
+    (r"MPI_(Iprobe|Improbe)", "probe", {CORE}),
     (r"MPI_(Sendrecv|Sendrecv_replace)" + _LC, "sendrecv", {BLOCKS}),
     (r"MPI_(Isendrecv|Isendrecv_replace)" + _LC, "sendrecv", {NONBLOCKING}),
     (r"MPI_(Psend_init|Precv_init)", "partitioned", {PERSISTENT}),
     (r"MPI_(Pready|Pready_range|Pready_list|Parrived)", "partitioned", set()),
 
     # Request completion and management.
-    (r"MPI_(Wait|Waitall|Waitany|Waitsome)", "wait", {BLOCKS}),
-    (r"MPI_(Test|Testall|Testany|Testsome)", "wait", set()),
-    (r"MPI_(Start|Startall)", "start", set()),
-    (r"MPI_(Request_free|Cancel|Request_get_status|Test_cancelled)",
-     "request", set()),
+    (r"MPI_(Wait|Waitall|Waitany|Waitsome)", "wait", {BLOCKS, CORE}),
+    (r"MPI_(Test|Testall|Testany|Testsome)", "wait", {CORE}),
+    (r"MPI_(Start|Startall)", "start", {CORE}),
+    (r"MPI_Request_free", "request", {CORE}),
+    (r"MPI_(Cancel|Request_get_status|Test_cancelled)", "request", set()),
     (r"MPIX?_(Grequest_start|Grequest_complete|Grequest_class_create|"
      r"Grequest_class_allocate)", "request", set()),
 

@@ -56,6 +56,30 @@ extern "C" {
  */
 int FTW_Initialized(int *flag);
 
+/*
+ * FTW_Comm_group_failed - the processes of comm known to have failed.
+ *
+ * Local; the answer is what this process knows now, and other processes
+ * may know more or less.  *failed_group gets a group of comm's ranks (the
+ * remote group's, for an intercommunicator), in the order the failures
+ * became known; free it with MPI_Group_free.
+ * Errors: MPI_ERR_ARG (failed_group NULL), MPI_ERR_COMM.
+ */
+int FTW_Comm_group_failed(MPI_Comm comm, MPI_Group *failed_group);
+
+/*
+ * FTW_Comm_reenable_any_source - acknowledge the failures in comm and
+ * allow MPI_ANY_SOURCE receives again.
+ *
+ * Local.  After a failure in comm, new wildcard receives and probes fail
+ * at once with FTW_ERR_ANY_SOURCE_DISABLED, and pending nonblocking ones
+ * report it from MPI_Wait/MPI_Test without completing, until this call.
+ * *failed_group gets the failures acknowledged (as FTW_Comm_group_failed);
+ * a failure that becomes known later disables wildcards again.
+ * Errors: MPI_ERR_ARG, MPI_ERR_COMM.
+ */
+int FTW_Comm_reenable_any_source(MPI_Comm comm, MPI_Group *failed_group);
+
 #ifdef __cplusplus
 }
 #endif

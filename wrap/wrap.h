@@ -13,6 +13,9 @@
 #ifdef FTW_HAVE_MPI_EXT_H
 #include <mpi-ext.h>
 #endif
+#include "ft/complete.h"
 #include "ft/ft.h"
+#include "ft/op.h"
+#include "ft/probe.h"
 
 #endif

@@ -1,15 +1,87 @@
 /*
- * The failure detector's published state.  The detector bumps
- * ftw_fail_epoch each time it learns of a new failure; the wrappers'
- * fast path compares it with the epoch the application side last handled,
- * one relaxed atomic load per call.
+ * The failure detector.
+ *
+ * One detector thread per process watches every peer: pidfd_open + epoll
+ * for peers on this host, heartbeats over UDP along a ring for the others
+ * (or for every peer with FTW_DETECT=heartbeat).  It publishes a failure by
+ * appending the world rank to the failure log, setting its byte in the
+ * failed set, and then bumping ftw_fail_epoch (release).  ftw_fail_epoch is
+ * therefore the number of failures published so far, and entries
+ * [0, epoch) of the log are valid after an acquire load of it.
+ *
+ * Peers on this host are also watched through a robust futex each (a
+ * small sentinel thread waits on them): the kernel releases it before it
+ * tears down the dead process's memory, so the notice comes in well under
+ * a millisecond instead of the several milliseconds a pidfd waits.
+ *
+ * A process that learns it was declared failed while alive (stopped or
+ * starved past FTW_HB_TIMEOUT) prints why and exits with status 75.
+ *
+ * The application side never blocks on the detector: the wrappers' fast
+ * path is one relaxed load of ftw_fail_epoch.  The detector thread makes no
+ * MPI calls; only ftw_detect_init does (collective over MPI_COMM_WORLD).
  */
 #ifndef FTW_DETECT_DETECT_H
 #define FTW_DETECT_DETECT_H
 
+#include <mpi.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "util/status.h"
+
 extern _Atomic uint32_t ftw_fail_epoch;
+
+/* Collective over MPI_COMM_WORLD (inside MPI_Init): exchange pids, host
+ * ids and heartbeat addresses, open the pidfds and start the thread.
+ * With FTW_DETECT=off it only records the world size. */
+ftw_status_t ftw_detect_init(void);
+
+/* Stop declaring failures: processes leaving after a clean MPI_Finalize
+ * are not failures.  Returns once the thread has stopped publishing.  It
+ * also tells every peer that this process is finalizing, so that its exit
+ * is no failure for them either. */
+void ftw_detect_quiesce(void);
+
+/* Stop the thread and release its resources. */
+void ftw_detect_fini(void);
+
+/* 1 if world rank r is known to have failed (relaxed load). */
+int ftw_detect_is_failed(int world_rank);
+
+/* World rank of the i-th failure published, i < ftw_fail_epoch. */
+int ftw_detect_failure(uint32_t i);
+
+/* Number of processes in MPI_COMM_WORLD. */
+int ftw_detect_world_size(void);
+
+/* pid of world rank r (for tests and diagnostics), or -1. */
+int ftw_detect_pid(int world_rank);
+
+/* Fault injection (FTW_INJECT): count one call at a named point and kill
+ * this process when the configured count is reached.  Costs one branch
+ * when FTW_INJECT is unset. */
+typedef enum {
+    FTW_INJECT_SEND,
+    FTW_INJECT_RECV,
+    FTW_INJECT_WAIT,
+    FTW_INJECT_PROBE,
+    FTW_INJECT_COLL,
+    FTW_INJECT_FINALIZE,
+    FTW_INJECT_NPOINTS
+} ftw_inject_point_t;
+
+extern int ftw_inject_armed;
+void ftw_inject_hit(ftw_inject_point_t point);
+
+static inline void ftw_inject(ftw_inject_point_t point)
+{
+    if (__builtin_expect(ftw_inject_armed, 0))
+        ftw_inject_hit(point);
+}
+
+/* Parse FTW_INJECT for this world rank; a malformed value is an error
+ * naming the problem. */
+ftw_status_t ftw_inject_init(int world_rank);
 
 #endif

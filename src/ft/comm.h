@@ -6,6 +6,7 @@
 #define FTW_FT_COMM_H
 
 #include <mpi.h>
+#include <stdint.h>
 #include <uthash.h>
 
 #include "util/status.h"
@@ -13,9 +14,16 @@
 typedef struct ftw_comm {
     MPI_Comm user;          /* key: the handle the application holds */
     MPI_Comm native;        /* the communicator traffic runs on */
-    int size;
     int rank;
     int is_inter;
+    int size;               /* ranks point-to-point addresses (the remote
+                             * group of an intercommunicator) */
+    int *peer_world;        /* [size]: world rank of each addressable rank */
+    int nlocal;             /* an intercommunicator's local group */
+    int *local_world;       /* [nlocal], NULL for intracommunicators */
+    uint32_t epoch_seen;    /* failures accounted for in nfailed */
+    int nfailed;            /* members known failed (both groups) */
+    int nacked;             /* nfailed when wildcards were last re-enabled */
     UT_hash_handle hh;
 } ftw_comm_t;
 
@@ -23,11 +31,31 @@ typedef struct ftw_comm {
  * for MPI_COMM_NULL or one already tracked). */
 ftw_status_t ftw_comm_track(MPI_Comm comm);
 
-/* Stop tracking it (before the native free). */
+/* Stop tracking it (after the native free). */
 void ftw_comm_untrack(MPI_Comm comm);
 
-/* The state of a tracked communicator, or NULL. */
-ftw_comm_t *ftw_comm_lookup(MPI_Comm comm);
+/* The state of a communicator, made on first use if the MPI created it
+ * without ftwrap seeing it; NULL for MPI_COMM_NULL or no memory. */
+ftw_comm_t *ftw_comm_get(MPI_Comm comm);
+
+/* Bring nfailed up to the detector's current epoch. */
+void ftw_comm_refresh(ftw_comm_t *c);
+
+/* 1 if addressable rank r of c is a failed process. */
+int ftw_comm_peer_failed(const ftw_comm_t *c, int r);
+
+/* 1 while MPI_ANY_SOURCE receives on c are disabled (failures in c not
+ * yet acknowledged by FTW_Comm_reenable_any_source). */
+static inline int ftw_comm_any_disabled(ftw_comm_t *c)
+{
+    ftw_comm_refresh(c);
+    return c->nfailed > c->nacked;
+}
+
+/* The failed addressable ranks of c as a group of c's (remote) group;
+ * *count_p gets the number of failed members of either group. */
+ftw_status_t ftw_comm_failed_group(ftw_comm_t *c, MPI_Group *group_p,
+                                   int *count_p);
 
 /* Drop every record (at finalize). */
 void ftw_comm_table_clear(void);

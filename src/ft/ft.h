@@ -29,8 +29,14 @@ static inline void ftw_wrap_check(void)
 void ftw_init_before(void);
 int ftw_init_after(int rc);
 
-/* MPI_Finalize. */
+/* MPI_Finalize, MPI_Finalized. */
 int ftw_finalize(void);
+int ftw_finalize_run(MPI_Comm ctl, int world_rank);
+int ftw_finalized(int *flag);
+
+/* MPI_Error_class: Open MPI 4.1 answers MPI_ERR_UNKNOWN for classes made
+ * by MPI_Add_error_class, so ftwrap answers for its own. */
+int ftw_error_class(int code, int *cls);
 
 /* Communicator creation and release: after a successful native creation,
  * before the native release. */

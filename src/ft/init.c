@@ -12,6 +12,7 @@ uint32_t ftw_seen_epoch;
 
 static int ftw_active;
 static int world_rank = -1;
+static MPI_Comm ctl_comm = MPI_COMM_NULL;   /* ftwrap's own messages */
 
 /* The FTW_ERR_* classes, registered in this order at MPI_Init so that they
  * get the constant values ftwrap.h gives them. */
@@ -65,6 +66,12 @@ int ftw_init_after(int rc)
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     ftw_log_set_rank(world_rank);
     register_error_classes();
+    if (ftw_inject_init(world_rank) != FTW_OK)
+        ftw_fatal("FTW_INJECT='%s' is not valid", ftw_cfg.inject);
+    if (ftw_detect_init() != FTW_OK)
+        ftw_fatal("the failure detector could not start");
+    PMPI_Comm_dup(MPI_COMM_WORLD, &ctl_comm);
+    PMPI_Comm_set_errhandler(ctl_comm, MPI_ERRORS_RETURN);
     ftw_comm_track(MPI_COMM_WORLD);
     ftw_comm_track(MPI_COMM_SELF);
     if (ftw_cfg.print_config && world_rank == 0)
@@ -77,17 +84,30 @@ int ftw_init_after(int rc)
 
 int ftw_finalize(void)
 {
-    if (ftw_active && ftw_cfg.stats)
+    int rc;
+
+    if (!ftw_active)
+        return PMPI_Finalize();
+    if (ftw_cfg.stats)
         ftw_stats_print(stdout, world_rank);
-    ftw_comm_table_clear();
     ftw_active = 0;
-    return PMPI_Finalize();
+    rc = ftw_finalize_run(ctl_comm, world_rank);
+    ftw_detect_fini();
+    ftw_comm_table_clear();
+    return rc;
 }
 
+/* The application side learns of failures: log each once. */
 void ftw_failure_catch_up(void)
 {
-    ftw_seen_epoch = atomic_load_explicit(&ftw_fail_epoch,
+    uint32_t epoch = atomic_load_explicit(&ftw_fail_epoch,
                                           memory_order_acquire);
+
+    for (uint32_t i = ftw_seen_epoch; i < epoch; i++) {
+        ftw_info("learned that world rank %d failed", ftw_detect_failure(i));
+        ftw_stat_add(FTW_STAT_FAILURES_SEEN, 1);
+    }
+    ftw_seen_epoch = epoch;
 }
 
 void ftw_comm_created(MPI_Comm newcomm)

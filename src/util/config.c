@@ -13,6 +13,8 @@ ftw_config_t ftw_cfg;
 
 static const char *const log_names[] = { "error", "warn", "info", "debug",
                                          NULL };
+static const char *const detect_names[] = { "auto", "pidfd", "heartbeat",
+                                            "off", NULL };
 
 #define FTW_CFG_FIELD(f) offsetof(ftw_config_t, f)
 
@@ -26,6 +28,30 @@ static const ftw_cfg_row_t cfg_table[] = {
     { "FTW_PRINT_CONFIG", "0",
       "Rank 0 prints this table at MPI_Init.",
       FTW_CFG_BOOL, FTW_CFG_FIELD(print_config), NULL },
+    { "FTW_DETECT", "auto",
+      "Failure detector: auto (pidfd for peers on this host, heartbeats "
+      "for others), pidfd, heartbeat (every peer, even local), off.",
+      FTW_CFG_ENUM, FTW_CFG_FIELD(detect), detect_names },
+    { "FTW_HB_PERIOD", "0.1",
+      "Seconds between heartbeats a process sends to its ring successor.",
+      FTW_CFG_DOUBLE, FTW_CFG_FIELD(hb_period), NULL },
+    { "FTW_HB_TIMEOUT", "1.0",
+      "Seconds without a heartbeat after which a peer is declared failed "
+      "(and, if it is alive, forced to exit).",
+      FTW_CFG_DOUBLE, FTW_CFG_FIELD(hb_timeout), NULL },
+    { "FTW_INJECT", "",
+      "Fault injection for tests: rank=R,at=POINT:N[,sig=NAME] kills rank R "
+      "with signal NAME (default KILL) on its N-th call at POINT (send, "
+      "recv, wait, probe, coll, finalize).",
+      FTW_CFG_STRING, FTW_CFG_FIELD(inject), NULL },
+    { "FTW_FINALIZE_TIMEOUT", "10",
+      "Seconds the native MPI_Finalize may take after failures before the "
+      "process ends itself (status 0; it had reached MPI_Finalize).",
+      FTW_CFG_DOUBLE, FTW_CFG_FIELD(finalize_timeout), NULL },
+    { "FTW_EAGER_MAX", "4096",
+      "Blocking standard and ready sends up to this size go straight to the "
+      "MPI (they never wait for the receiver); larger ones are watched.",
+      FTW_CFG_SIZE, FTW_CFG_FIELD(eager_max), NULL },
 };
 
 static const char *const type_names[] = {

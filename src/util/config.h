@@ -26,7 +26,21 @@ typedef struct {
     int log_level;          /* FTW_LOG: index into the level names */
     int stats;              /* FTW_STATS */
     int print_config;       /* FTW_PRINT_CONFIG */
+    int detect;             /* FTW_DETECT: ftw_detect_mode_t */
+    double hb_period;       /* FTW_HB_PERIOD, seconds */
+    double hb_timeout;      /* FTW_HB_TIMEOUT, seconds */
+    const char *inject;     /* FTW_INJECT */
+    double finalize_timeout; /* FTW_FINALIZE_TIMEOUT, seconds */
+    size_t eager_max;       /* FTW_EAGER_MAX, bytes */
 } ftw_config_t;
+
+/* FTW_DETECT values, in the order of the table's names. */
+typedef enum {
+    FTW_DETECT_AUTO,        /* pidfd on this host, heartbeats to others */
+    FTW_DETECT_PIDFD,       /* pidfd only (every peer on this host) */
+    FTW_DETECT_HEARTBEAT,   /* heartbeats to every peer, even local ones */
+    FTW_DETECT_OFF,         /* no detection: plain passthrough semantics */
+} ftw_detect_mode_t;
 
 typedef struct {
     const char *name;

@@ -12,7 +12,12 @@
 #define FTW_STATS_LIST(_)                                              \
     _(COMMS_CREATED,  "comms_created",  "communicators created")        \
     _(COMMS_FREED,    "comms_freed",    "communicators freed")          \
-    _(ERRHANDLER_CALLS, "errhandler_calls", "user errhandlers called")
+    _(ERRHANDLER_CALLS, "errhandler_calls", "user errhandlers called")  \
+    _(FAILURES_SEEN,  "failures_seen",  "process failures learned")      \
+    _(OPS_FAILED,     "ops_failed",     "operations ended by a failure") \
+    _(RECV_CANCELLED, "recv_cancelled", "receives cancelled on failure") \
+    _(GRAVEYARD,      "graveyard",      "native requests abandoned")     \
+    _(ANY_DISABLED,   "any_source_disabled", "wildcard receives refused")
 
 typedef enum {
 #define FTW_STAT_ENUM_(id, key, help) FTW_STAT_##id,

@@ -1,0 +1,240 @@
+/*
+ * The detector's UDP socket.  Every datagram carries the job cookie; a
+ * datagram without it (another job's, a stray one) is dropped.
+ *
+ *   HB    heartbeat, every hb_period, to the ring successor (next live
+ *         rank, wrapping).  Each process watches its ring predecessor and
+ *         declares it failed after hb_timeout of silence.
+ *   FAIL  notice: "rank f failed".  Sent, twice, to every live process and
+ *         to f itself by whoever learns f's failure first hand or for the
+ *         first time from a notice, so notices flood past lost datagrams.
+ *         A process named in a notice was declared failed while alive
+ *         (stopped, starved) and exits with status 75.
+ *   BYE   sent by ftw_detect_quiesce: this process is finalizing; its
+ *         exit is no failure.  Sent in every mode (pidfd peers use it too).
+ */
+#define _GNU_SOURCE
+#include "detect/detect_int.h"
+
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "util/config.h"
+#include "util/log.h"
+
+/* Exit status of a process that learns it was declared failed. */
+#define FTW_DET_EXIT_DECLARED 75
+#define FTW_DET_RCVBUF (1 << 20)
+
+enum { MSG_HB = 1, MSG_FAIL = 2, MSG_BYE = 3 };
+
+typedef struct {
+    uint64_t cookie;        /* big endian on the wire, as the ints */
+    uint32_t type;
+    int32_t sender;
+    int32_t failed;         /* MSG_FAIL */
+    uint32_t pad;
+} ftw_det_msg_t;
+
+/* Bound to every address on an ephemeral port: peers on this host send to
+ * 127.0.0.1, the others to the exchanged host address. */
+ftw_status_t ftw_det_sock_open(uint16_t *port_p)
+{
+    struct sockaddr_in sin = { .sin_family = AF_INET };
+    socklen_t len = sizeof(sin);
+    int fd, rcvbuf = FTW_DET_RCVBUF;
+
+    fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        ftw_error("socket(AF_INET, SOCK_DGRAM): %m");
+        return FTW_ST_IO_ERROR;
+    }
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) < 0)
+        ftw_debug("setsockopt(SO_RCVBUF): %m");
+    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sin, &len) < 0) {
+        ftw_error("bind/getsockname of the heartbeat socket: %m");
+        close(fd);
+        return FTW_ST_IO_ERROR;
+    }
+    ftw_det.sock = fd;
+    *port_p = sin.sin_port;
+    return FTW_OK;
+}
+
+/* Where to send to each rank, from the exchange. */
+void ftw_det_sock_dests(void)
+{
+    const ftw_det_peer_t *me = &ftw_det.peers[ftw_det.rank];
+
+    for (int r = 0; r < ftw_det.size; r++) {
+        const ftw_det_peer_t *p = &ftw_det.peers[r];
+        struct sockaddr_in *d = &ftw_det.dest[r];
+
+        d->sin_family = AF_INET;
+        d->sin_port = p->port;
+        d->sin_addr.s_addr = p->host == me->host ? htonl(INADDR_LOOPBACK)
+                                                 : p->addr;
+    }
+}
+
+static void msg_send(int to, uint32_t type, int failed)
+{
+    ftw_det_msg_t m = {
+        .cookie = htobe64(ftw_det.cookie),
+        .type = htonl(type),
+        .sender = (int32_t)htonl((uint32_t)ftw_det.rank),
+        .failed = (int32_t)htonl((uint32_t)failed),
+    };
+
+    if (to == ftw_det.rank || ftw_det.dest[to].sin_port == 0)
+        return;
+    if (sendto(ftw_det.sock, &m, sizeof(m), MSG_DONTWAIT,
+               (struct sockaddr *)&ftw_det.dest[to],
+               sizeof(ftw_det.dest[to])) < 0)
+        ftw_warn_sparse("sendto rank %d: %m", to);
+}
+
+/* The next (dir = +1) or previous (dir = -1) live rank on the ring. */
+static int ring_next(int dir)
+{
+    for (int i = 1; i < ftw_det.size; i++) {
+        int r = (ftw_det.rank + dir * i + ftw_det.size) % ftw_det.size;
+
+        if (ftw_det.state[r] == FTW_PEER_LIVE)
+            return r;
+    }
+    return -1;
+}
+
+void ftw_det_hb_send(void)
+{
+    int succ;
+
+    if (!ftw_det.use_hb)
+        return;
+    succ = ring_next(+1);
+    if (succ >= 0)
+        msg_send(succ, MSG_HB, 0);
+    ftw_det.next_hb = ftw_det_now() + ftw_cfg.hb_period;
+}
+
+/* After a ring change: a new predecessor gets a fresh, full timeout. */
+void ftw_det_hb_ring_update(double now)
+{
+    int pred = ring_next(-1);
+
+    if (pred != ftw_det.pred && pred >= 0) {
+        ftw_det.heard[pred] = now;
+        ftw_debug("now watching rank %d", pred);
+    }
+    ftw_det.pred = pred;
+}
+
+/* After this thread was stopped or starved: silence is our fault. */
+void ftw_det_hb_reset_pred(double now)
+{
+    if (ftw_det.pred >= 0)
+        ftw_det.heard[ftw_det.pred] = now;
+}
+
+double ftw_det_hb_deadline(void)
+{
+    double d = ftw_det.next_hb;
+
+    if (ftw_det.pred >= 0 &&
+        ftw_det.heard[ftw_det.pred] + ftw_cfg.hb_timeout < d)
+        d = ftw_det.heard[ftw_det.pred] + ftw_cfg.hb_timeout;
+    return d;
+}
+
+void ftw_det_hb_check(double now)
+{
+    int pred = ftw_det.pred;
+
+    if (now >= ftw_det.next_hb)
+        ftw_det_hb_send();
+    if (pred >= 0 && now - ftw_det.heard[pred] > ftw_cfg.hb_timeout)
+        ftw_det_declare(pred, "heartbeat timeout");
+}
+
+/* Tell every live process, and the failed one, that rank failed. */
+void ftw_det_notice_flood(int rank)
+{
+    for (int copy = 0; copy < 2; copy++)
+        for (int r = 0; r < ftw_det.size; r++)
+            if (ftw_det.state[r] == FTW_PEER_LIVE || r == rank)
+                msg_send(r, MSG_FAIL, rank);
+}
+
+void ftw_det_bye_send(void)
+{
+    for (int copy = 0; copy < 2; copy++)
+        for (int r = 0; r < ftw_det.size; r++)
+            msg_send(r, MSG_BYE, 0);
+}
+
+/* A notice names this process: the others have gone on without it. */
+static FTW_NORETURN void declared_exit(int by)
+{
+    ftw_error("this process (rank %d) was declared failed by rank %d; "
+              "exiting", ftw_det.rank, by);
+    _exit(FTW_DET_EXIT_DECLARED);
+}
+
+static void msg_handle(const ftw_det_msg_t *m)
+{
+    int sender = (int32_t)ntohl((uint32_t)m->sender);
+    int failed = (int32_t)ntohl((uint32_t)m->failed);
+    char why[48];
+
+    if (be64toh(m->cookie) != ftw_det.cookie || sender < 0 ||
+        sender >= ftw_det.size || sender == ftw_det.rank)
+        return;
+    ftw_det.heard[sender] = ftw_det_now();
+    switch (ntohl(m->type)) {
+    case MSG_HB:
+        /* Declared failed but still beating: it missed the notices. */
+        if (ftw_det.state[sender] == FTW_PEER_FAILED)
+            msg_send(sender, MSG_FAIL, sender);
+        break;
+    case MSG_FAIL:
+        if (failed == ftw_det.rank)
+            declared_exit(sender);
+        if (failed < 0 || failed >= ftw_det.size)
+            break;
+        snprintf(why, sizeof(why), "notice from rank %d", sender);
+        ftw_det_declare(failed, why);
+        break;
+    case MSG_BYE:
+        ftw_det_depart(sender);
+        break;
+    }
+}
+
+/* Read and handle every pending datagram. */
+void ftw_det_sock_drain(void)
+{
+    ftw_det_msg_t m;
+    ssize_t n;
+
+    if (ftw_det.sock < 0)
+        return;
+    for (;;) {
+        n = recv(ftw_det.sock, &m, sizeof(m), MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                ftw_warn_sparse("recv on the heartbeat socket: %m");
+            return;
+        }
+        if (n == (ssize_t)sizeof(m))
+            msg_handle(&m);
+    }
+}

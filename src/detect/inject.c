@@ -1,0 +1,182 @@
+/*
+ * Fault injection for tests: FTW_INJECT=rank=R,at=POINT:N[,sig=NAME]
+ * makes world rank R send itself signal NAME (default KILL) on its N-th
+ * call (1-based) at POINT.  With sig=STOP the process stops there until
+ * someone continues it.
+ */
+#define _GNU_SOURCE
+#include "detect/detect.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "util/config.h"
+#include "util/log.h"
+
+int ftw_inject_armed;
+
+static struct {
+    ftw_inject_point_t point;
+    unsigned long count;
+    int sig;
+    const char *sig_name;
+    _Atomic unsigned long calls[FTW_INJECT_NPOINTS];
+} inj;
+
+static const char *const point_names[FTW_INJECT_NPOINTS] = {
+    [FTW_INJECT_SEND] = "send",
+    [FTW_INJECT_RECV] = "recv",
+    [FTW_INJECT_WAIT] = "wait",
+    [FTW_INJECT_PROBE] = "probe",
+    [FTW_INJECT_COLL] = "coll",
+    [FTW_INJECT_FINALIZE] = "finalize",
+};
+
+static const struct {
+    const char *name;
+    int sig;
+} sig_table[] = {
+    { "KILL", SIGKILL }, { "TERM", SIGTERM }, { "SEGV", SIGSEGV },
+    { "ABRT", SIGABRT }, { "STOP", SIGSTOP }, { "INT", SIGINT },
+    { "HUP", SIGHUP },   { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+    { "QUIT", SIGQUIT }, { "BUS", SIGBUS },   { "FPE", SIGFPE },
+    { "ILL", SIGILL },   { "PIPE", SIGPIPE }, { "ALRM", SIGALRM },
+};
+
+/* A decimal number >= min, the whole of s. */
+static int parse_num(const char *s, long min, long *v_p)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < min)
+        return -1;
+    *v_p = v;
+    return 0;
+}
+
+static int parse_sig(const char *s)
+{
+    if (!strncasecmp(s, "SIG", 3))
+        s += 3;
+    for (size_t i = 0; i < FTW_ARRAY_SIZE(sig_table); i++) {
+        if (!strcasecmp(s, sig_table[i].name)) {
+            inj.sig = sig_table[i].sig;
+            inj.sig_name = sig_table[i].name;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* "POINT:N" */
+static int parse_at(char *s)
+{
+    char *colon = strchr(s, ':');
+    long n;
+
+    if (!colon || parse_num(colon + 1, 1, &n) < 0)
+        return -1;
+    *colon = '\0';
+    for (int p = 0; p < FTW_INJECT_NPOINTS; p++) {
+        if (!strcasecmp(s, point_names[p])) {
+            inj.point = (ftw_inject_point_t)p;
+            inj.count = (unsigned long)n;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* One "key=value" item; *rank_p gets the rank. */
+static int parse_item(char *item, long *rank_p, int *have_at)
+{
+    char *eq = strchr(item, '=');
+
+    if (!eq)
+        return -1;
+    *eq = '\0';
+    if (!strcmp(item, "rank"))
+        return parse_num(eq + 1, 0, rank_p);
+    if (!strcmp(item, "at")) {
+        *have_at = 1;
+        return parse_at(eq + 1);
+    }
+    if (!strcmp(item, "sig"))
+        return parse_sig(eq + 1);
+    return -1;
+}
+
+static ftw_status_t inject_parse(char *spec, long *rank_p)
+{
+    char *save = NULL, *item;
+    int have_at = 0;
+
+    *rank_p = -1;
+    for (item = strtok_r(spec, ",", &save); item;
+         item = strtok_r(NULL, ",", &save)) {
+        char bad[64];
+
+        strncpy(bad, item, sizeof(bad) - 1);
+        bad[sizeof(bad) - 1] = '\0';
+        if (parse_item(item, rank_p, &have_at) < 0) {
+            ftw_error("FTW_INJECT: cannot parse '%s' (expected rank=R, "
+                      "at=send|recv|wait|probe|coll|finalize:N or "
+                      "sig=NAME)", bad);
+            return FTW_ST_INVALID_PARAM;
+        }
+    }
+    if (*rank_p < 0 || !have_at) {
+        ftw_error("FTW_INJECT='%s' needs both rank=R and at=POINT:N",
+                  ftw_cfg.inject);
+        return FTW_ST_INVALID_PARAM;
+    }
+    return FTW_OK;
+}
+
+ftw_status_t ftw_inject_init(int world_rank)
+{
+    ftw_status_t status;
+    char *spec;
+    long rank;
+
+    ftw_inject_armed = 0;
+    if (!ftw_cfg.inject || !ftw_cfg.inject[0])
+        return FTW_OK;
+    spec = strdup(ftw_cfg.inject);
+    if (!spec) {
+        ftw_error("out of memory");
+        return FTW_ST_NO_MEMORY;
+    }
+    inj.sig = SIGKILL;
+    inj.sig_name = "KILL";
+    status = inject_parse(spec, &rank);
+    free(spec);
+    if (status == FTW_OK && rank == world_rank) {
+        ftw_debug("armed: SIG%s at %s:%lu", inj.sig_name,
+                  point_names[inj.point], inj.count);
+        ftw_inject_armed = 1;
+    }
+    return status;
+}
+
+void ftw_inject_hit(ftw_inject_point_t point)
+{
+    unsigned long n;
+
+    if (point != inj.point)
+        return;
+    n = atomic_fetch_add_explicit(&inj.calls[point], 1,
+                                  memory_order_relaxed) + 1;
+    if (n != inj.count)
+        return;
+    ftw_info("injecting SIG%s at %s:%lu", inj.sig_name, point_names[point],
+             n);
+    kill(getpid(), inj.sig);
+}

@@ -1,0 +1,280 @@
+/*
+ * Early exit notice for peers on this host, through robust futexes.
+ *
+ * A pidfd becomes readable only after the dead process's memory has been
+ * torn down, which takes milliseconds for an MPI process (about 0.3 us
+ * per resident KB).  The kernel releases a thread's robust futexes
+ * before that teardown.  So each process keeps one futex word in a
+ * memfd page, owned (robust list, word = tid) by its detector thread,
+ * which lives exactly as long as the process; peers map the page through
+ * /proc/<pid>/fd/<n> and a sentinel thread waits on all the words with
+ * futex_waitv.  When a process dies the kernel sets FUTEX_OWNER_DIED in
+ * its word and wakes the sentinels, which hand the rank to the detector
+ * thread (as if its pidfd had fired).  The detector thread disowns the
+ * word before it ends in ftw_detect_fini, so a clean exit sets nothing.
+ *
+ * Everything here is an optimisation: if a page cannot be shared, that
+ * peer is watched by its pidfd alone.
+ */
+#define _GNU_SOURCE
+#include "detect/detect_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+#define ROBUST_PAGE 4096
+
+static struct {
+    _Atomic uint32_t *own;          /* this process's word */
+    int own_fd;
+    _Atomic uint32_t **words;       /* [size], peers' words or NULL */
+    _Atomic uint32_t stop;          /* the sentinel's own wake word */
+    pthread_t sentinel;
+    int started;
+    /* The detector thread's robust list (that thread only). */
+    struct robust_list_head head;
+    struct robust_list entry;
+    struct robust_list_head *saved_head;
+    size_t saved_len;
+} rob = { .own_fd = -1 };
+
+static long futex_wake(_Atomic uint32_t *word, int private)
+{
+    return syscall(SYS_futex, word, FUTEX_WAKE | private, INT_MAX, NULL,
+                   NULL, 0);
+}
+
+/* Create this process's page; *fd_p is what peers open.  -1 if none. */
+void ftw_det_robust_create(int32_t *fd_p)
+{
+    void *page;
+    int fd = memfd_create("ftwrap-detect", MFD_CLOEXEC);
+
+    *fd_p = -1;
+    if (fd < 0 || ftruncate(fd, ROBUST_PAGE) < 0) {
+        ftw_debug("memfd for the exit futex: %m; pidfd only");
+        goto err_close;
+    }
+    page = mmap(NULL, ROBUST_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (page == MAP_FAILED) {
+        ftw_debug("mmap of the exit futex: %m; pidfd only");
+        goto err_close;
+    }
+    rob.own = page;
+    rob.own_fd = fd;
+    *fd_p = fd;
+    return;
+
+err_close:
+    if (fd >= 0)
+        close(fd);
+}
+
+/* Called by the detector thread as it starts: own the word. */
+void ftw_det_robust_arm(void)
+{
+    if (!rob.own)
+        return;
+    syscall(SYS_get_robust_list, 0, &rob.saved_head, &rob.saved_len);
+    rob.entry.next = &rob.head.list;
+    rob.head.list.next = &rob.entry;
+    rob.head.futex_offset = (long)((char *)rob.own - (char *)&rob.entry);
+    rob.head.list_op_pending = NULL;
+    atomic_store(rob.own, (uint32_t)gettid());
+    if (syscall(SYS_set_robust_list, &rob.head, sizeof(rob.head)) < 0) {
+        ftw_debug("set_robust_list: %m; peers use the pidfd only");
+        atomic_store(rob.own, 0);
+    }
+    futex_wake(rob.own, 0);
+}
+
+/* Called by the detector thread before it ends: a clean exit. */
+void ftw_det_robust_disarm(void)
+{
+    if (!rob.own)
+        return;
+    rob.head.list.next = &rob.head.list;
+    atomic_store(rob.own, 0);
+    if (rob.saved_head)
+        syscall(SYS_set_robust_list, rob.saved_head, rob.saved_len);
+}
+
+/* Map rank's page; NULL if it cannot be shared. */
+static _Atomic uint32_t *robust_map_peer(int rank)
+{
+    const ftw_det_peer_t *p = &ftw_det.peers[rank];
+    char path[64];
+    void *page;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)p->pid,
+             (int)p->memfd);
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        ftw_debug("%s (rank %d): %m; pidfd only", path, rank);
+        return NULL;
+    }
+    page = mmap(NULL, ROBUST_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (page == MAP_FAILED) {
+        ftw_debug("mmap %s (rank %d): %m; pidfd only", path, rank);
+        return NULL;
+    }
+    return page;
+}
+
+/* One word to wait on: the value it must still hold, with the waiters
+ * bit set so that the dying kernel wakes us.  0 when its owner died. */
+static uint32_t robust_expect(_Atomic uint32_t *w)
+{
+    uint32_t v = atomic_load(w);
+
+    while (v && !(v & FUTEX_OWNER_DIED) && !(v & FUTEX_WAITERS)) {
+        if (atomic_compare_exchange_weak(w, &v, v | FUTEX_WAITERS))
+            return v | FUTEX_WAITERS;
+    }
+    return (v & FUTEX_OWNER_DIED) ? 0 : v;
+}
+
+/* Hand a dead rank to the detector thread.  The dying kernel wakes one
+ * waiter only: wake the other processes' sentinels too. */
+static void robust_report(int rank)
+{
+    uint64_t one = 1;
+
+    futex_wake(rob.words[rank], 0);
+
+    atomic_store(&ftw_det.early[rank], 1);
+    if (write(ftw_det.earlyfd, &one, sizeof(one)) < 0) {
+        /* Saturated counter: the detector is awake anyway. */
+    }
+    munmap((void *)rob.words[rank], ROBUST_PAGE);
+    rob.words[rank] = NULL;
+}
+
+/* Build the wait set; 0 entries for peers beyond FUTEX_WAITV_MAX - 1. */
+static int robust_collect(struct futex_waitv *wv, int *ranks)
+{
+    int n = 0;
+
+    wv[n] = (struct futex_waitv){ .val = 0, .uaddr = (uintptr_t)&rob.stop,
+                                  .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG };
+    ranks[n++] = -1;
+    for (int r = 0; r < ftw_det.size && n < FUTEX_WAITV_MAX; r++) {
+        uint32_t v;
+
+        if (!rob.words[r])
+            continue;
+        v = robust_expect(rob.words[r]);
+        if (v == 0 && (atomic_load(rob.words[r]) & FUTEX_OWNER_DIED)) {
+            robust_report(r);
+            continue;
+        }
+        wv[n] = (struct futex_waitv){ .val = v,
+                                      .uaddr = (uintptr_t)rob.words[r],
+                                      .flags = FUTEX_32 };
+        ranks[n++] = r;
+    }
+    return n;
+}
+
+static void *robust_sentinel(void *arg)
+{
+    struct futex_waitv wv[FUTEX_WAITV_MAX];
+    int ranks[FUTEX_WAITV_MAX];
+
+    while (!atomic_load(&rob.stop)) {
+        int n = robust_collect(wv, ranks);
+
+        if (atomic_load(&rob.stop))
+            break;
+        if (syscall(SYS_futex_waitv, wv, n, 0, NULL, CLOCK_MONOTONIC) < 0 &&
+            errno != EAGAIN && errno != EINTR) {
+            ftw_warn("futex_waitv: %m; local peers watched by pidfd only");
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* Map the pages of the peers watched by pidfd and start the sentinel. */
+ftw_status_t ftw_det_robust_start(void)
+{
+    sigset_t all, old;
+    int any = 0, rc;
+
+    rob.words = calloc((size_t)ftw_det.size, sizeof(*rob.words));
+    if (!rob.words)
+        return FTW_OK;
+    for (int r = 0; r < ftw_det.size; r++) {
+        if (ftw_det.pidfds[r] < 0 || ftw_det.peers[r].memfd < 0)
+            continue;
+        rob.words[r] = robust_map_peer(r);
+        any |= rob.words[r] != NULL;
+    }
+    if (!any)
+        return FTW_OK;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&rob.sentinel, NULL, robust_sentinel, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        ftw_warn("pthread_create (exit futex sentinel): %s; pidfd only",
+                 strerror(rc));
+    rob.started = rc == 0;
+    return FTW_OK;
+}
+
+void ftw_det_robust_stop(void)
+{
+    if (rob.started) {
+        atomic_store(&rob.stop, 1);
+        futex_wake(&rob.stop, FUTEX_PRIVATE_FLAG);
+        pthread_join(rob.sentinel, NULL);
+        rob.started = 0;
+    }
+    for (int r = 0; rob.words && r < ftw_det.size; r++)
+        if (rob.words[r])
+            munmap((void *)rob.words[r], ROBUST_PAGE);
+    free(rob.words);
+    rob.words = NULL;
+}
+
+/* The sentinel reported deaths (detector thread).  Pending datagrams
+ * first, in case the rank said goodbye before leaving. */
+void ftw_det_early_event(void)
+{
+    uint64_t count;
+
+    if (read(ftw_det.earlyfd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+        ftw_warn_sparse("read(eventfd): %m");
+    for (int r = 0; r < ftw_det.size; r++) {
+        if (!atomic_exchange(&ftw_det.early[r], 0))
+            continue;
+        ftw_det_sock_drain();
+        ftw_det_declare(r, "process exit, robust futex");
+    }
+}
+
+/* After the detector thread has ended. */
+void ftw_det_robust_release(void)
+{
+    if (rob.own)
+        munmap((void *)rob.own, ROBUST_PAGE);
+    if (rob.own_fd >= 0)
+        close(rob.own_fd);
+    rob.own = NULL;
+    rob.own_fd = -1;
+}

@@ -1,0 +1,49 @@
+/* ftwrap's own calls (FTW_*) and MPI calls ftwrap answers itself. */
+#include "ftwrap.h"
+#include "ft/comm.h"
+#include "ft/ft.h"
+#include "ft/op.h"
+#include "util/log.h"
+
+FTW_EXPORT int FTW_Comm_group_failed(MPI_Comm comm, MPI_Group *failed_group)
+{
+    ftw_comm_t *c;
+    int n;
+
+    ftw_wrap_check();
+    if (failed_group == NULL)
+        return MPI_ERR_ARG;
+    c = ftw_comm_get(comm);
+    if (c == NULL)
+        return MPI_ERR_COMM;
+    if (ftw_comm_failed_group(c, failed_group, &n) != FTW_OK)
+        return MPI_ERR_NO_MEM;
+    return MPI_SUCCESS;
+}
+
+FTW_EXPORT int FTW_Comm_reenable_any_source(MPI_Comm comm,
+                                            MPI_Group *failed_group)
+{
+    ftw_comm_t *c;
+    int n;
+
+    ftw_wrap_check();
+    if (failed_group == NULL)
+        return MPI_ERR_ARG;
+    c = ftw_comm_get(comm);
+    if (c == NULL)
+        return MPI_ERR_COMM;
+    if (ftw_comm_failed_group(c, failed_group, &n) != FTW_OK)
+        return MPI_ERR_NO_MEM;
+    c->nacked = n;
+    return MPI_SUCCESS;
+}
+
+int ftw_error_class(int code, int *cls)
+{
+    if (ftw_is_own_error(code) && cls != NULL) {
+        *cls = code;
+        return MPI_SUCCESS;
+    }
+    return PMPI_Error_class(code, cls);
+}

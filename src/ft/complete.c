@@ -1,0 +1,453 @@
+/*
+ * MPI_Wait/Test and their any/all/some forms.  Without failures each is
+ * the native test call in a loop; once a failure is known, requests whose
+ * peer failed complete in error (FTW_ERR_PROC_FAIL_STOP) while the others
+ * complete normally, and a pending wildcard receive reports
+ * FTW_ERR_ANY_SOURCE_DISABLED without completing.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftwrap.h"
+#include "ft/complete.h"
+#include "ft/ft.h"
+#include "ft/op.h"
+#include "util/log.h"
+
+#define SMALL_N 32
+
+/* Working state of one multi-request call. */
+typedef struct {
+    int n;
+    MPI_Request *saved;         /* the handles as passed in */
+    ftw_reqinfo_t *info;        /* per request, valid where has[i] */
+    unsigned char *has;
+    int *err;                   /* per-request outcome, FTW_PENDING_CODE */
+    MPI_Request saved_small[SMALL_N];
+    ftw_reqinfo_t info_small[SMALL_N];
+    unsigned char has_small[SMALL_N];
+    int err_small[SMALL_N];
+    int looked_up;
+} reqset_t;
+
+static int reqset_init(reqset_t *s, int n, const MPI_Request reqs[])
+{
+    s->n = n;
+    s->looked_up = 0;
+    if (n <= SMALL_N) {
+        s->saved = s->saved_small;
+        s->info = s->info_small;
+        s->has = s->has_small;
+        s->err = s->err_small;
+    } else {
+        s->saved = malloc(sizeof(*s->saved) * (size_t)n);
+        s->info = malloc(sizeof(*s->info) * (size_t)n);
+        s->has = malloc((size_t)n);
+        s->err = malloc(sizeof(*s->err) * (size_t)n);
+        if (!s->saved || !s->info || !s->has || !s->err) {
+            ftw_error("out of memory for %d requests", n);
+            return MPI_ERR_NO_MEM;
+        }
+    }
+    if (n > 0)
+        memcpy(s->saved, reqs, sizeof(*reqs) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        s->err[i] = FTW_PENDING_CODE;
+    return MPI_SUCCESS;
+}
+
+static void reqset_fini(reqset_t *s, const MPI_Request reqs[])
+{
+    if (s->n > 0)
+        ftw_req_reap(s->n, s->saved, reqs);
+    if (s->saved != s->saved_small) {
+        free(s->saved);
+        free(s->info);
+        free(s->has);
+        free(s->err);
+    }
+}
+
+/* Look the requests up once, when a failure makes it worth it. */
+static void reqset_lookup(reqset_t *s)
+{
+    if (s->looked_up)
+        return;
+    for (int i = 0; i < s->n; i++) {
+        ftw_req_t *e = ftw_req_find(s->saved[i]);
+
+        s->has[i] = e != NULL;
+        if (e != NULL)
+            s->info[i] = e->info;
+    }
+    s->looked_up = 1;
+}
+
+static MPI_Status *status_at(MPI_Status *sts, int i)
+{
+    return sts == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &sts[i];
+}
+
+static int failures_known(void)
+{
+    return atomic_load_explicit(&ftw_fail_epoch, memory_order_relaxed) != 0;
+}
+
+/* Check request i against the failures; its outcome or FTW_PENDING_CODE. */
+static int reqset_failcheck(reqset_t *s, int i, MPI_Request reqs[],
+                            MPI_Status *status)
+{
+    reqset_lookup(s);
+    if (!s->has[i] || reqs[i] == MPI_REQUEST_NULL)
+        return FTW_PENDING_CODE;
+    return ftw_req_failcheck(&s->info[i], &reqs[i], status, 0);
+}
+
+/* Raise the first of ftwrap's own errors in the set, on its request's
+ * communicator, with the code the call returns. */
+static int reqset_raise(reqset_t *s, const char *name, int code)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->has[i] && ftw_is_own_error(s->err[i]))
+            return ftw_raise(s->info[i].comm, code, name, s->info[i].peer);
+    return code;
+}
+
+/* ---- single request ----------------------------------------------------- */
+
+/* A completed request's handle is NULL (a persistent one stays, inactive,
+ * and keeps its entry until MPI_Request_free). */
+static int single_finish(MPI_Request saved, const ftw_req_t *e,
+                         const ftw_reqinfo_t *info, MPI_Request *req,
+                         int rc, const char *name)
+{
+    if (*req == MPI_REQUEST_NULL)
+        ftw_req_del(saved);
+    if (e != NULL && ftw_is_own_error(rc))
+        rc = ftw_raise(info->comm, rc, name, info->peer);
+    return rc;
+}
+
+int ftw_wait(MPI_Request *req, MPI_Status *status)
+{
+    MPI_Request saved = *req;
+    ftw_req_t *e;
+    ftw_reqinfo_t info;
+    int rc;
+
+    ftw_wrap_check();
+    ftw_inject(FTW_INJECT_WAIT);
+    e = ftw_req_find(saved);
+    if (e != NULL)
+        info = e->info;
+    rc = ftw_req_wait(e ? &info : NULL, req, status, 0);
+    return single_finish(saved, e, &info, req, rc, "MPI_Wait");
+}
+
+int ftw_test(MPI_Request *req, int *flag, MPI_Status *status)
+{
+    MPI_Request saved = *req;
+    ftw_req_t *e = NULL;
+    ftw_reqinfo_t info;
+    int rc;
+
+    ftw_wrap_check();
+    rc = PMPI_Test(req, flag, status);
+    if (rc == MPI_SUCCESS && !*flag && failures_known()) {
+        e = ftw_req_find(saved);
+        if (e != NULL) {
+            info = e->info;
+            rc = ftw_req_failcheck(&info, req, status, 0);
+            if (rc == FTW_PENDING_CODE)
+                rc = MPI_SUCCESS;
+            else
+                *flag = rc != FTW_ERR_ANY_SOURCE_DISABLED;
+        }
+    }
+    return single_finish(saved, e, &info, req, rc, "MPI_Test");
+}
+
+/* ---- all ------------------------------------------------------------------ */
+
+/* Per-request completion once failures are known: every request ends (or,
+ * a disabled wildcard receive, is reported). */
+static int all_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
+                     int check_failures)
+{
+    int left = 0;
+
+    for (int i = 0; i < s->n; i++) {
+        MPI_Status *st = status_at(sts, i);
+        int flag = 0, rc;
+
+        if (s->err[i] != FTW_PENDING_CODE)
+            continue;
+        rc = PMPI_Test(&reqs[i], &flag, st);
+        if (flag || rc != MPI_SUCCESS) {
+            s->err[i] = rc;
+            continue;
+        }
+        if (check_failures)
+            s->err[i] = reqset_failcheck(s, i, reqs, st);
+        left += s->err[i] == FTW_PENDING_CODE;
+    }
+    return left;
+}
+
+/* After all_round finished everything: statuses and the return code. */
+static int all_result(reqset_t *s, MPI_Status sts[], const char *name)
+{
+    int bad = 0;
+
+    for (int i = 0; i < s->n; i++)
+        bad |= s->err[i] != MPI_SUCCESS;
+    if (!bad)
+        return MPI_SUCCESS;
+    for (int i = 0; i < s->n && sts != MPI_STATUSES_IGNORE; i++)
+        sts[i].MPI_ERROR = s->err[i];
+    return reqset_raise(s, name, MPI_ERR_IN_STATUS);
+}
+
+int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
+{
+    reqset_t s;
+    ftw_poll_t p;
+    int rc, flag = 0;
+
+    ftw_wrap_check();
+    ftw_inject(FTW_INJECT_WAIT);
+    rc = reqset_init(&s, n, reqs);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    ftw_poll_init(&p);
+    while (!failures_known()) {
+        rc = PMPI_Testall(n, reqs, &flag, sts);
+        if (rc != MPI_SUCCESS || flag)
+            goto out;
+        ftw_poll_idle(&p);
+    }
+    /* Requests' fates change only with new failures: check them on the
+     * first round and whenever the failure epoch moves. */
+    while (all_round(&s, reqs, sts, ftw_poll_changed(&p) || !s.looked_up))
+        ftw_poll_idle(&p);
+    rc = all_result(&s, sts, "MPI_Waitall");
+out:
+    reqset_fini(&s, reqs);
+    return rc;
+}
+
+int ftw_testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
+{
+    reqset_t s;
+    int rc;
+
+    ftw_wrap_check();
+    rc = reqset_init(&s, n, reqs);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = PMPI_Testall(n, reqs, flag, sts);
+    if (rc != MPI_SUCCESS || *flag || !failures_known()) {
+        reqset_fini(&s, reqs);
+        return rc;
+    }
+    /* Complete the set only if every pending request is done or doomed:
+     * MPI_Testall completes all or none. */
+    reqset_lookup(&s);
+    for (int i = 0; i < n; i++) {
+        int done = 1;
+
+        if (reqs[i] == MPI_REQUEST_NULL)
+            continue;
+        PMPI_Request_get_status(reqs[i], &done, MPI_STATUS_IGNORE);
+        if (!done && !(s.has[i] && ftw_req_doomed(&s.info[i]))) {
+            *flag = 0;
+            reqset_fini(&s, reqs);
+            return MPI_SUCCESS;
+        }
+    }
+    all_round(&s, reqs, sts, 1);
+    *flag = 1;
+    rc = all_result(&s, sts, "MPI_Testall");
+    reqset_fini(&s, reqs);
+    return rc;
+}
+
+/* ---- any ------------------------------------------------------------------ */
+
+/* The first pending request a failure ends; its index or -1. */
+static int any_failed(reqset_t *s, MPI_Request reqs[], MPI_Status *status,
+                      int *code_p)
+{
+    for (int i = 0; i < s->n; i++) {
+        int code = reqset_failcheck(s, i, reqs, status);
+
+        if (code != FTW_PENDING_CODE) {
+            s->err[i] = code;
+            *code_p = code;
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int any_common(int n, MPI_Request reqs[], int *index, int *flag,
+                      MPI_Status *status, int blocking, const char *name)
+{
+    reqset_t s;
+    ftw_poll_t p;
+    int rc;
+
+    rc = reqset_init(&s, n, reqs);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    ftw_poll_init(&p);
+    for (;;) {
+        int code, i;
+
+        rc = PMPI_Testany(n, reqs, index, flag, status);
+        if (rc != MPI_SUCCESS || *flag)
+            break;
+        if (ftw_poll_changed(&p) || !blocking) {
+            i = failures_known() ? any_failed(&s, reqs, status, &code) : -1;
+            if (i >= 0) {
+                *index = i;
+                *flag = code != FTW_ERR_ANY_SOURCE_DISABLED;
+                rc = reqset_raise(&s, name, code);
+                break;
+            }
+        }
+        if (!blocking)
+            break;
+        ftw_poll_idle(&p);
+    }
+    reqset_fini(&s, reqs);
+    return rc;
+}
+
+int ftw_waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
+{
+    int flag;
+
+    ftw_wrap_check();
+    ftw_inject(FTW_INJECT_WAIT);
+    return any_common(n, reqs, index, &flag, status, 1, "MPI_Waitany");
+}
+
+int ftw_testany(int n, MPI_Request reqs[], int *index, int *flag,
+                MPI_Status *status)
+{
+    ftw_wrap_check();
+    return any_common(n, reqs, index, flag, status, 0, "MPI_Testany");
+}
+
+/* ---- some ----------------------------------------------------------------- */
+
+static int some_common(int n, MPI_Request reqs[], int *outcount,
+                       int indices[], MPI_Status sts[], int blocking,
+                       const char *name)
+{
+    reqset_t s;
+    ftw_poll_t p;
+    int rc, bad = 0;
+
+    rc = reqset_init(&s, n, reqs);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    ftw_poll_init(&p);
+    for (;;) {
+        rc = PMPI_Testsome(n, reqs, outcount, indices, sts);
+        if (rc != MPI_SUCCESS || *outcount == MPI_UNDEFINED)
+            break;
+        for (int k = 0; k < *outcount; k++)
+            s.err[indices[k]] = MPI_SUCCESS;
+        if ((ftw_poll_changed(&p) || !blocking) && failures_known()) {
+            for (int i = 0; i < n; i++) {
+                MPI_Status *st = status_at(sts, *outcount);
+                int code;
+
+                if (s.err[i] != FTW_PENDING_CODE)
+                    continue;
+                code = reqset_failcheck(&s, i, reqs, st);
+                if (code == FTW_PENDING_CODE)
+                    continue;
+                s.err[i] = code;
+                indices[(*outcount)++] = i;
+                bad = 1;
+            }
+        }
+        if (*outcount > 0 || !blocking)
+            break;
+        ftw_poll_idle(&p);
+    }
+    if (bad) {
+        for (int k = 0; k < *outcount && sts != MPI_STATUSES_IGNORE; k++)
+            sts[k].MPI_ERROR = s.err[indices[k]];
+        rc = reqset_raise(&s, name, MPI_ERR_IN_STATUS);
+    }
+    reqset_fini(&s, reqs);
+    return rc;
+}
+
+int ftw_waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
+                 MPI_Status sts[])
+{
+    ftw_wrap_check();
+    ftw_inject(FTW_INJECT_WAIT);
+    return some_common(n, reqs, outcount, indices, sts, 1, "MPI_Waitsome");
+}
+
+int ftw_testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
+                 MPI_Status sts[])
+{
+    ftw_wrap_check();
+    return some_common(n, reqs, outcount, indices, sts, 0, "MPI_Testsome");
+}
+
+/* ---- start and free ------------------------------------------------------- */
+
+/* A persistent send to a failed process is refused before it starts. */
+static int start_refused(MPI_Request req, const char *name)
+{
+    ftw_req_t *e;
+
+    if (!failures_known() || (e = ftw_req_find(req)) == NULL)
+        return MPI_SUCCESS;
+    if ((e->info.kind == FTW_OP_SEND || e->info.kind == FTW_OP_SSEND) &&
+        ftw_req_doomed(&e->info))
+        return ftw_raise(e->info.comm, FTW_ERR_PROC_FAIL_STOP, name,
+                         e->info.peer);
+    return MPI_SUCCESS;
+}
+
+int ftw_start(MPI_Request *req)
+{
+    int rc;
+
+    ftw_wrap_check();
+    rc = start_refused(*req, "MPI_Start");
+    return rc != MPI_SUCCESS ? rc : PMPI_Start(req);
+}
+
+int ftw_startall(int n, MPI_Request reqs[])
+{
+    ftw_wrap_check();
+    for (int i = 0; i < n; i++) {
+        int rc = start_refused(reqs[i], "MPI_Startall");
+
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    return PMPI_Startall(n, reqs);
+}
+
+int ftw_request_free(MPI_Request *req)
+{
+    MPI_Request saved = *req;
+    int rc;
+
+    ftw_wrap_check();
+    rc = PMPI_Request_free(req);
+    if (rc == MPI_SUCCESS)
+        ftw_req_del(saved);
+    return rc;
+}

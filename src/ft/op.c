@@ -1,0 +1,394 @@
+/* Point-to-point operations that never hang on a failed peer. */
+#include "ft/op.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftwrap.h"
+#include "ft/comm.h"
+#include "ft/ft.h"
+#include "ft/probe.h"
+#include "util/config.h"
+#include "util/log.h"
+#include "util/stats.h"
+
+static const ftw_inject_point_t inject_of_kind[] = {
+    [FTW_OP_SEND] = FTW_INJECT_SEND,
+    [FTW_OP_SSEND] = FTW_INJECT_SEND,
+    [FTW_OP_RECV] = FTW_INJECT_RECV,
+    [FTW_OP_PROBE] = FTW_INJECT_PROBE,
+};
+
+void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
+                  ftw_op_kind_t kind)
+{
+    op->name = name;
+    op->info.comm = comm;
+    op->info.peer = peer;
+    op->info.peer2 = FTW_NO_PEER;
+    op->info.kind = (uint8_t)kind;
+    op->info.persistent = 0;
+    op->rc = MPI_SUCCESS;
+    op->req = MPI_REQUEST_NULL;
+    op->req2 = MPI_REQUEST_NULL;
+    op->tmp = NULL;
+    ftw_wrap_check();
+    ftw_inject(inject_of_kind[kind]);
+}
+
+void ftw_op_begin_msg(ftw_op_t *op, const char *name, MPI_Message message)
+{
+    MPI_Comm comm = MPI_COMM_NULL;
+    int source = MPI_PROC_NULL;
+
+    ftw_msg_take(message, &comm, &source);
+    ftw_op_begin(op, name, comm, source, FTW_OP_RECV);
+}
+
+void ftw_status_fail(MPI_Status *status, int code, int source)
+{
+    if (status == MPI_STATUS_IGNORE)
+        return;
+    status->MPI_SOURCE = source;
+    status->MPI_TAG = MPI_ANY_TAG;
+    status->MPI_ERROR = code;
+    PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(status, 0);
+}
+
+static int is_predefined(MPI_Errhandler eh)
+{
+#ifdef MPI_ERRORS_ABORT
+    if (eh == MPI_ERRORS_ABORT)
+        return 1;
+#endif
+    return eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_RETURN;
+}
+
+static int is_fatal(MPI_Errhandler eh)
+{
+#ifdef MPI_ERRORS_ABORT
+    if (eh == MPI_ERRORS_ABORT)
+        return 1;
+#endif
+    return eh == MPI_ERRORS_ARE_FATAL;
+}
+
+int ftw_raise(MPI_Comm comm, int code, const char *name, int peer)
+{
+    MPI_Errhandler eh;
+    char text[MPI_MAX_ERROR_STRING];
+    int len;
+
+    ftw_stat_add(FTW_STAT_OPS_FAILED, 1);
+    if (comm == MPI_COMM_NULL ||
+        PMPI_Comm_get_errhandler(comm, &eh) != MPI_SUCCESS)
+        return code;
+    if (eh == MPI_ERRORS_RETURN)
+        return code;
+    if (is_fatal(eh)) {
+        ftw_comm_t *c = ftw_comm_get(comm);
+
+        PMPI_Error_string(code, text, &len);
+        if (peer >= 0 && c != NULL && peer < c->size)
+            ftw_error("%s: rank %d of the communicator (world rank %d) "
+                      "failed: %s; the error handler is "
+                      "MPI_ERRORS_ARE_FATAL, aborting", name, peer,
+                      c->peer_world[peer], text);
+        else
+            ftw_error("%s: %s; the error handler is MPI_ERRORS_ARE_FATAL, "
+                      "aborting", name, text);
+    } else if (!is_predefined(eh)) {
+        ftw_stat_add(FTW_STAT_ERRHANDLER_CALLS, 1);
+    }
+    PMPI_Comm_call_errhandler(comm, code);
+    if (!is_predefined(eh))
+        PMPI_Errhandler_free(&eh);
+    return code;
+}
+
+/* The failed peer of an operation, or -1 if none is known failed. */
+static int op_failed_peer(ftw_comm_t *c, const ftw_reqinfo_t *info)
+{
+    if (info->peer >= 0 && ftw_comm_peer_failed(c, info->peer))
+        return info->peer;
+    if (info->peer2 >= 0 && ftw_comm_peer_failed(c, info->peer2))
+        return info->peer2;
+    return -1;
+}
+
+int ftw_op_refused(ftw_op_t *op, MPI_Status *status)
+{
+    ftw_comm_t *c;
+    int code, bad;
+
+    if (ftw_likely(atomic_load_explicit(&ftw_fail_epoch,
+                                        memory_order_relaxed) == 0))
+        return 0;
+    c = ftw_comm_get(op->info.comm);
+    if (c == NULL)
+        return 0;
+    /* A receive from a failed process is still posted: a message it sent
+     * before it failed may be there to take.  Sends to it are refused. */
+    if (op->info.kind == FTW_OP_SEND || op->info.kind == FTW_OP_SSEND)
+        bad = op_failed_peer(c, &op->info);
+    else if (op->info.peer2 >= 0 && ftw_comm_peer_failed(c, op->info.peer2))
+        bad = op->info.peer2;
+    else
+        bad = -1;
+    if (bad >= 0) {
+        code = FTW_ERR_PROC_FAIL_STOP;
+    } else if (op->info.peer == MPI_ANY_SOURCE &&
+               (op->info.kind == FTW_OP_RECV ||
+                op->info.kind == FTW_OP_PROBE) &&
+               ftw_comm_any_disabled(c)) {
+        code = FTW_ERR_ANY_SOURCE_DISABLED;
+        ftw_stat_add(FTW_STAT_ANY_DISABLED, 1);
+    } else {
+        return 0;
+    }
+    ftw_status_fail(status, code, bad >= 0 ? bad : MPI_ANY_SOURCE);
+    op->rc = ftw_raise(op->info.comm, code, op->name, bad);
+    return 1;
+}
+
+int ftw_op_direct(ftw_op_t *op, MPI_Count count, MPI_Datatype dt)
+{
+    MPI_Count size;
+
+    if (op->info.peer == MPI_PROC_NULL)
+        return 1;
+    if (PMPI_Type_size_x(dt, &size) != MPI_SUCCESS)
+        return 1;   /* let the MPI report the bad datatype */
+    return count * size <= (MPI_Count)ftw_cfg.eager_max;
+}
+
+int ftw_op_posted(ftw_op_t *op, int rc, MPI_Request *request)
+{
+    if (rc == MPI_SUCCESS)
+        ftw_req_add(*request, &op->info);
+    return rc;
+}
+
+/* ---- waiting ----------------------------------------------------------- */
+
+int ftw_poll_changed(ftw_poll_t *p)
+{
+    uint32_t e = atomic_load_explicit(&ftw_fail_epoch, memory_order_relaxed);
+
+    if (ftw_likely(e == p->epoch))
+        return 0;
+    p->epoch = e;
+    ftw_wrap_check();
+    return 1;
+}
+
+void ftw_poll_idle(ftw_poll_t *p)
+{
+    p->spins++;
+    if ((p->spins & 63) == 0)
+        ftw_grave_progress();
+    /* Waiting long: give the core to the processes this one waits for
+     * (jobs often have more ranks than cores). */
+    if (p->spins > 2000)
+        sched_yield();
+}
+
+/* The peer of a receive failed: take the request back from the MPI.  A
+ * message that arrived before the failure is still delivered. */
+static int recv_cancel(MPI_Request *req, MPI_Status *status, int source)
+{
+    MPI_Status st;
+    int flag = 0, cancelled = 0;
+
+    for (int i = 0; i < 3 && !flag; i++)
+        PMPI_Test(req, &flag, &st);
+    if (!flag) {
+        PMPI_Cancel(req);
+        for (int i = 0; i < 1000 && !flag; i++)
+            PMPI_Test(req, &flag, &st);
+    }
+    if (!flag) {
+        /* The MPI holds on to it: keep driving it, never reuse it. */
+        ftw_grave_add(*req);
+        *req = MPI_REQUEST_NULL;
+        ftw_status_fail(status, FTW_ERR_PROC_FAIL_STOP, source);
+        return FTW_ERR_PROC_FAIL_STOP;
+    }
+    PMPI_Test_cancelled(&st, &cancelled);
+    if (!cancelled) {
+        if (status != MPI_STATUS_IGNORE)
+            *status = st;
+        return MPI_SUCCESS;
+    }
+    ftw_stat_add(FTW_STAT_RECV_CANCELLED, 1);
+    ftw_status_fail(status, FTW_ERR_PROC_FAIL_STOP, source);
+    return FTW_ERR_PROC_FAIL_STOP;
+}
+
+/* The peer of a send failed: an eager send may be done; anything else can
+ * never finish. */
+static int send_abandon(MPI_Request *req, MPI_Status *status, int dest)
+{
+    MPI_Status st;
+    int flag = 0;
+
+    PMPI_Test(req, &flag, &st);
+    if (flag) {
+        if (status != MPI_STATUS_IGNORE)
+            *status = st;
+        return MPI_SUCCESS;
+    }
+    ftw_grave_add(*req);
+    *req = MPI_REQUEST_NULL;
+    ftw_status_fail(status, FTW_ERR_PROC_FAIL_STOP, dest);
+    return FTW_ERR_PROC_FAIL_STOP;
+}
+
+int ftw_req_failcheck(const ftw_reqinfo_t *info, MPI_Request *req,
+                      MPI_Status *status, int blocking)
+{
+    ftw_comm_t *c = ftw_comm_get(info->comm);
+    int bad;
+
+    if (c == NULL || *req == MPI_REQUEST_NULL)
+        return FTW_PENDING_CODE;
+    bad = op_failed_peer(c, info);
+    if (info->kind == FTW_OP_SEND || info->kind == FTW_OP_SSEND)
+        return bad >= 0 ? send_abandon(req, status, bad) : FTW_PENDING_CODE;
+    if (bad >= 0)
+        return info->peer2 >= 0 ? send_abandon(req, status, bad)
+                                : recv_cancel(req, status, bad);
+    if (info->peer != MPI_ANY_SOURCE || !ftw_comm_any_disabled(c))
+        return FTW_PENDING_CODE;
+    if (blocking)
+        return recv_cancel(req, status, MPI_ANY_SOURCE);
+    ftw_stat_add(FTW_STAT_ANY_DISABLED, 1);
+    ftw_status_fail(status, FTW_ERR_ANY_SOURCE_DISABLED, MPI_ANY_SOURCE);
+    return FTW_ERR_ANY_SOURCE_DISABLED;
+}
+
+int ftw_req_doomed(const ftw_reqinfo_t *info)
+{
+    ftw_comm_t *c = ftw_comm_get(info->comm);
+
+    if (c == NULL)
+        return 0;
+    if (op_failed_peer(c, info) >= 0)
+        return 1;
+    return info->kind == FTW_OP_RECV && info->peer == MPI_ANY_SOURCE &&
+           ftw_comm_any_disabled(c);
+}
+
+int ftw_req_wait(const ftw_reqinfo_t *info, MPI_Request *req,
+                 MPI_Status *status, int blocking)
+{
+    ftw_poll_t p;
+
+    ftw_poll_init(&p);
+    for (;;) {
+        int flag = 0, rc = PMPI_Test(req, &flag, status);
+
+        if (rc != MPI_SUCCESS || flag)
+            return rc;
+        if (ftw_poll_changed(&p) && info != NULL) {
+            rc = ftw_req_failcheck(info, req, status, blocking);
+            if (rc != FTW_PENDING_CODE)
+                return rc;
+        }
+        ftw_poll_idle(&p);
+    }
+}
+
+static int wait_one(const ftw_reqinfo_t *info, MPI_Request *req,
+                    MPI_Status *status)
+{
+    return ftw_req_wait(info, req, status, 1);
+}
+
+/* A send-receive: both requests, each watched against its own peer. */
+static int wait_pair(ftw_op_t *op, MPI_Status *status)
+{
+    ftw_reqinfo_t sinfo = op->info;
+    int rc_recv, rc_send;
+
+    sinfo.peer = op->info.peer2;
+    sinfo.peer2 = FTW_NO_PEER;
+    sinfo.kind = FTW_OP_SEND;
+    op->info.peer2 = FTW_NO_PEER;
+    rc_recv = wait_one(&op->info, &op->req, status);
+    rc_send = wait_one(&sinfo, &op->req2, MPI_STATUS_IGNORE);
+    op->info.peer2 = sinfo.peer;
+    if (rc_recv != MPI_SUCCESS)
+        return rc_recv;
+    if (rc_send != MPI_SUCCESS)
+        ftw_status_fail(status, rc_send, sinfo.peer);
+    return rc_send;
+}
+
+/* The post failed half-way (a send-receive's send): withdraw the rest. */
+static void op_withdraw(ftw_op_t *op)
+{
+    if (op->req != MPI_REQUEST_NULL) {
+        int flag = 0;
+
+        PMPI_Cancel(&op->req);
+        for (int i = 0; i < 1000 && !flag; i++)
+            PMPI_Test(&op->req, &flag, MPI_STATUS_IGNORE);
+        if (!flag)
+            ftw_grave_add(op->req);
+    }
+}
+
+int ftw_op_wait(ftw_op_t *op, int rc, MPI_Status *status)
+{
+    if (rc != MPI_SUCCESS) {
+        op_withdraw(op);
+    } else if (op->req2 != MPI_REQUEST_NULL) {
+        rc = wait_pair(op, status);
+    } else {
+        rc = wait_one(&op->info, &op->req, status);
+    }
+    free(op->tmp);
+    if (rc == MPI_SUCCESS && op->info.peer == MPI_PROC_NULL &&
+        status != MPI_STATUS_IGNORE) {
+        /* What a blocking receive from MPI_PROC_NULL reports (MPICH 4.0's
+         * nonblocking one, used here, leaves source and tag 0). */
+        status->MPI_SOURCE = MPI_PROC_NULL;
+        status->MPI_TAG = MPI_ANY_TAG;
+        PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    }
+    if (rc == FTW_ERR_PROC_FAIL_STOP || rc == FTW_ERR_ANY_SOURCE_DISABLED) {
+        ftw_comm_t *c = ftw_comm_get(op->info.comm);
+        int bad = c ? op_failed_peer(c, &op->info) : -1;
+
+        rc = ftw_raise(op->info.comm, rc, op->name, bad);
+    }
+    return rc;
+}
+
+void *ftw_op_copy_span(ftw_op_t *op, const void *buf, MPI_Count count,
+                       MPI_Datatype dt)
+{
+    MPI_Count lb, extent, tlb, textent, lo, hi;
+
+    if (count <= 0)
+        return (void *)buf;
+    if (PMPI_Type_get_extent_x(dt, &lb, &extent) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent_x(dt, &tlb, &textent) != MPI_SUCCESS) {
+        op->rc = MPI_ERR_TYPE;
+        return NULL;
+    }
+    lo = tlb + (extent < 0 ? (count - 1) * extent : 0);
+    hi = tlb + textent + (extent > 0 ? (count - 1) * extent : 0);
+    op->tmp = malloc((size_t)(hi - lo) + 1);
+    if (op->tmp == NULL) {
+        ftw_error("%s: out of memory for %lld bytes", op->name,
+                  (long long)(hi - lo));
+        op->rc = MPI_ERR_NO_MEM;
+        return NULL;
+    }
+    memcpy(op->tmp, (const char *)buf + lo, (size_t)(hi - lo));
+    return (char *)op->tmp - lo;
+}

@@ -1,0 +1,114 @@
+/*
+ * One point-to-point operation as the generated wrappers drive it:
+ *
+ *   ftw_op_begin()    note the call, its communicator and peer
+ *   ftw_op_refused()  fail at once if the peer is known dead, or a
+ *                     wildcard receive while wildcards are disabled
+ *   ftw_op_direct()   a small blocking send may go straight to the MPI
+ *   native post       PMPI_Isend, PMPI_Irecv, ... by the wrapper
+ *   ftw_op_posted()   nonblocking: remember the request for its wait
+ *   ftw_op_wait()     blocking: wait, watching the peer
+ *
+ * Errors ftwrap itself decides are raised on the communicator's error
+ * handler (ftw_raise); errors of native calls were already handled by the
+ * MPI, which keeps the application's handlers on the native objects.
+ */
+#ifndef FTW_FT_OP_H
+#define FTW_FT_OP_H
+
+#include <mpi.h>
+
+#include "ftwrap.h"
+#include "ft/request.h"
+
+typedef struct {
+    const char *name;       /* the MPI call, for messages */
+    ftw_reqinfo_t info;
+    int rc;                 /* the error ftw_op_refused decided */
+    MPI_Request req;        /* the blocking call's native request */
+    MPI_Request req2;       /* a send-receive's send */
+    void *tmp;              /* a send-receive-replace's copy of the data */
+} ftw_op_t;
+
+void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
+                  ftw_op_kind_t kind);
+
+/* A matched receive: comm and peer come from the message. */
+void ftw_op_begin_msg(ftw_op_t *op, const char *name, MPI_Message message);
+
+/* A send-receive's second peer. */
+static inline void ftw_op_set_peer2(ftw_op_t *op, int peer2)
+{
+    op->info.peer2 = peer2;
+}
+
+/* Nonzero if the operation must fail before it starts; op->rc is then the
+ * error, already raised, and status (if any) describes it. */
+int ftw_op_refused(ftw_op_t *op, MPI_Status *status);
+
+/* Nonzero if a blocking send of count elements of dt may use the MPI's
+ * own blocking call: small enough to go eagerly, so it cannot wait on a
+ * dead receiver. */
+int ftw_op_direct(ftw_op_t *op, MPI_Count count, MPI_Datatype dt);
+
+/* A nonblocking post returned rc; remember the request if it worked. */
+int ftw_op_posted(ftw_op_t *op, int rc, MPI_Request *request);
+
+/* Wait for op->req (and op->req2) after a native post that returned rc. */
+int ftw_op_wait(ftw_op_t *op, int rc, MPI_Status *status);
+
+/* Send-receive-replace: copy the data span of buf into op->tmp and
+ * return where the copy of buf starts, or NULL (op->rc set). */
+void *ftw_op_copy_span(ftw_op_t *op, const void *buf, MPI_Count count,
+                       MPI_Datatype dt);
+
+/* Raise an ftwrap error on comm's error handler, as MPI would; returns
+ * code for the caller to return (if the handler returns).  peer is the
+ * failed rank in comm, or -1. */
+int ftw_raise(MPI_Comm comm, int code, const char *name, int peer);
+
+/* Fill a status for an operation that ended in error. */
+void ftw_status_fail(MPI_Status *status, int code, int source);
+
+/* The waiting side shared by every blocking call. */
+typedef struct {
+    uint32_t epoch;         /* failure epoch at the last check */
+    unsigned spins;
+} ftw_poll_t;
+
+static inline void ftw_poll_init(ftw_poll_t *p)
+{
+    p->epoch = 0;
+    p->spins = 0;
+}
+
+/* Nonzero when failures were published since the last call. */
+int ftw_poll_changed(ftw_poll_t *p);
+
+/* One idle turn: run pending work, back off when waiting long. */
+void ftw_poll_idle(ftw_poll_t *p);
+
+/* Check a pending request against the failures: returns FTW_PENDING_CODE
+ * if it may still complete, else the MPI error code it completed with
+ * (MPI_SUCCESS if it finished after all).  blocking: a wildcard receive
+ * is cancelled (blocking calls) rather than reported disabled. */
+#define FTW_PENDING_CODE (-1)
+int ftw_req_failcheck(const ftw_reqinfo_t *info, MPI_Request *req,
+                      MPI_Status *status, int blocking);
+
+/* Nonzero if a pending request can only end in error (its peer failed,
+ * or it is a wildcard receive while wildcards are disabled). */
+int ftw_req_doomed(const ftw_reqinfo_t *info);
+
+/* Wait for one native request, watching its peer(s) as info says (NULL:
+ * nothing to watch).  blocking: see ftw_req_failcheck. */
+int ftw_req_wait(const ftw_reqinfo_t *info, MPI_Request *req,
+                 MPI_Status *status, int blocking);
+
+/* 1 if code is an error class ftwrap raises itself. */
+static inline int ftw_is_own_error(int code)
+{
+    return code >= FTW_ERR_FIRST_ && code <= FTW_ERR_LAST_;
+}
+
+#endif

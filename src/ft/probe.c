@@ -1,0 +1,175 @@
+/* Probes that never hang on a failed peer. */
+#include "ft/probe.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <uthash.h>
+
+#include "ftwrap.h"
+#include "ft/comm.h"
+#include "ft/op.h"
+#include "util/log.h"
+
+typedef struct {
+    MPI_Message key;
+    MPI_Comm comm;
+    int source;
+    UT_hash_handle hh;
+} msg_entry_t;
+
+static msg_entry_t *msg_table;
+static pthread_mutex_t msg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ftw_msg_add(MPI_Message message, MPI_Comm comm, int source)
+{
+    msg_entry_t *e;
+
+    if (message == MPI_MESSAGE_NULL || message == MPI_MESSAGE_NO_PROC)
+        return;
+    e = malloc(sizeof(*e));
+    if (e == NULL) {
+        ftw_warn_sparse("out of memory: a matched message will not be "
+                        "watched for its sender's failure");
+        return;
+    }
+    e->key = message;
+    e->comm = comm;
+    e->source = source;
+    pthread_mutex_lock(&msg_lock);
+    HASH_ADD(hh, msg_table, key, sizeof(e->key), e);
+    pthread_mutex_unlock(&msg_lock);
+}
+
+void ftw_msg_take(MPI_Message message, MPI_Comm *comm_p, int *source_p)
+{
+    msg_entry_t *e;
+
+    if (msg_table == NULL)
+        return;
+    pthread_mutex_lock(&msg_lock);
+    HASH_FIND(hh, msg_table, &message, sizeof(message), e);
+    if (e != NULL)
+        HASH_DEL(msg_table, e);
+    pthread_mutex_unlock(&msg_lock);
+    if (e == NULL)
+        return;
+    *comm_p = e->comm;
+    *source_p = e->source;
+    free(e);
+}
+
+/* A probe that found nothing: has its source failed (or, for a wildcard,
+ * are wildcards off)?  Returns FTW_PENDING_CODE or the error. */
+static int probe_failcheck(ftw_op_t *op, int blocking, MPI_Status *status)
+{
+    ftw_comm_t *c = ftw_comm_get(op->info.comm);
+
+    if (c == NULL)
+        return FTW_PENDING_CODE;
+    if (op->info.peer >= 0 && ftw_comm_peer_failed(c, op->info.peer)) {
+        ftw_status_fail(status, FTW_ERR_PROC_FAIL_STOP, op->info.peer);
+        return FTW_ERR_PROC_FAIL_STOP;
+    }
+    if (op->info.peer == MPI_ANY_SOURCE && ftw_comm_any_disabled(c)) {
+        int code = blocking ? FTW_ERR_PROC_FAIL_STOP
+                            : FTW_ERR_ANY_SOURCE_DISABLED;
+
+        ftw_status_fail(status, code, MPI_ANY_SOURCE);
+        return code;
+    }
+    return FTW_PENDING_CODE;
+}
+
+/* The common loop of Probe and Mprobe: Iprobe/Improbe until a message
+ * comes or the source fails. */
+static int probe_loop(ftw_op_t *op, int tag, MPI_Message *message,
+                      MPI_Status *status)
+{
+    MPI_Comm comm = op->info.comm;
+    int source = op->info.peer;
+    ftw_poll_t p;
+
+    ftw_poll_init(&p);
+    for (;;) {
+        int flag = 0, rc;
+
+        if (message != NULL)
+            rc = PMPI_Improbe(source, tag, comm, &flag, message, status);
+        else
+            rc = PMPI_Iprobe(source, tag, comm, &flag, status);
+        if (rc != MPI_SUCCESS || flag)
+            return rc;
+        if (ftw_poll_changed(&p)) {
+            rc = probe_failcheck(op, 1, status);
+            if (rc != FTW_PENDING_CODE)
+                return ftw_raise(comm, rc, op->name, op->info.peer);
+        }
+        ftw_poll_idle(&p);
+    }
+}
+
+int ftw_probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    ftw_op_t op;
+
+    ftw_op_begin(&op, "MPI_Probe", comm, source, FTW_OP_PROBE);
+    if (ftw_op_refused(&op, status))
+        return op.rc;
+    return probe_loop(&op, tag, NULL, status);
+}
+
+int ftw_iprobe(int source, int tag, MPI_Comm comm, int *flag,
+               MPI_Status *status)
+{
+    ftw_op_t op;
+
+    ftw_op_begin(&op, "MPI_Iprobe", comm, source, FTW_OP_PROBE);
+    if (ftw_op_refused(&op, status)) {
+        *flag = 0;
+        return op.rc;
+    }
+    return PMPI_Iprobe(source, tag, comm, flag, status);
+}
+
+/* Remember who sent a matched message. */
+static int mprobe_note(int rc, MPI_Comm comm, MPI_Message *message,
+                       const MPI_Status *st, MPI_Status *status)
+{
+    if (rc == MPI_SUCCESS)
+        ftw_msg_add(*message, comm, st->MPI_SOURCE);
+    if (status != MPI_STATUS_IGNORE)
+        *status = *st;
+    return rc;
+}
+
+int ftw_mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
+               MPI_Status *status)
+{
+    MPI_Status st;
+    ftw_op_t op;
+    int rc;
+
+    ftw_op_begin(&op, "MPI_Mprobe", comm, source, FTW_OP_PROBE);
+    if (ftw_op_refused(&op, status))
+        return op.rc;
+    rc = probe_loop(&op, tag, message, &st);
+    return mprobe_note(rc, comm, message, &st, status);
+}
+
+int ftw_improbe(int source, int tag, MPI_Comm comm, int *flag,
+                MPI_Message *message, MPI_Status *status)
+{
+    MPI_Status st;
+    ftw_op_t op;
+    int rc;
+
+    ftw_op_begin(&op, "MPI_Improbe", comm, source, FTW_OP_PROBE);
+    if (ftw_op_refused(&op, status)) {
+        *flag = 0;
+        return op.rc;
+    }
+    rc = PMPI_Improbe(source, tag, comm, flag, message, &st);
+    if (rc != MPI_SUCCESS || !*flag)
+        return rc;
+    return mprobe_note(rc, comm, message, &st, status);
+}

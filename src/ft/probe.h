@@ -1,0 +1,24 @@
+/*
+ * Probes that never hang on a failed peer, and the table of matched
+ * messages (MPI_Message -> communicator and source) that lets a matched
+ * receive watch the process that sent it.
+ */
+#ifndef FTW_FT_PROBE_H
+#define FTW_FT_PROBE_H
+
+#include <mpi.h>
+
+void ftw_msg_add(MPI_Message message, MPI_Comm comm, int source);
+
+/* Remove a message's entry; leaves *comm_p, *source_p alone if unknown. */
+void ftw_msg_take(MPI_Message message, MPI_Comm *comm_p, int *source_p);
+
+int ftw_probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
+int ftw_iprobe(int source, int tag, MPI_Comm comm, int *flag,
+               MPI_Status *status);
+int ftw_mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
+               MPI_Status *status);
+int ftw_improbe(int source, int tag, MPI_Comm comm, int *flag,
+                MPI_Message *message, MPI_Status *status);
+
+#endif

@@ -1,0 +1,61 @@
+/*
+ * The request table: what ftwrap must know about an outstanding native
+ * point-to-point request to finish it when a peer fails (its communicator,
+ * its peer(s), send or receive).  Keyed by the native handle, which is also
+ * the handle the application holds.  An entry lives from the post until
+ * the request completes (persistent ones: until MPI_Request_free), so a
+ * recycled handle value never meets a stale entry.
+ */
+#ifndef FTW_FT_REQUEST_H
+#define FTW_FT_REQUEST_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <uthash.h>
+
+typedef enum {
+    FTW_OP_SEND,        /* standard, ready or buffered send */
+    FTW_OP_SSEND,       /* synchronous send */
+    FTW_OP_RECV,
+    FTW_OP_PROBE,
+} ftw_op_kind_t;
+
+#define FTW_NO_PEER (-3)  /* distinct from MPI_ANY_SOURCE, MPI_PROC_NULL */
+
+/* What a request depends on. */
+typedef struct {
+    MPI_Comm comm;
+    int peer;           /* rank in comm, MPI_ANY_SOURCE or MPI_PROC_NULL */
+    int peer2;          /* the send side of a send-receive, or FTW_NO_PEER */
+    uint8_t kind;       /* ftw_op_kind_t */
+    uint8_t persistent;
+} ftw_reqinfo_t;
+
+typedef struct ftw_req {
+    MPI_Request key;
+    ftw_reqinfo_t info;
+    UT_hash_handle hh;
+} ftw_req_t;
+
+extern int ftw_req_count;   /* entries in the table; 0 skips lookups */
+
+/* Record req (after a successful native post). */
+void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info);
+
+/* The entry of a handle, or NULL. */
+ftw_req_t *ftw_req_find(MPI_Request req);
+
+/* Forget a handle (it completed or was freed). */
+void ftw_req_del(MPI_Request req);
+
+/* After a completion call: forget every non-persistent handle of
+ * before[0..n) whose slot in after[] the MPI set to MPI_REQUEST_NULL. */
+void ftw_req_reap(int n, const MPI_Request before[], const MPI_Request after[]);
+
+/* Native requests given up on (their peer failed and they could not be
+ * cancelled): progress keeps testing them until the MPI lets go. */
+void ftw_grave_add(MPI_Request req);
+void ftw_grave_progress(void);
+int ftw_grave_count(void);
+
+#endif

@@ -1,0 +1,346 @@
+/*
+ * ftw-supervise - run one MPI rank as a child and report how it ended.
+ *
+ *   ftw-supervise [--status-dir DIR] [--preload LIB] [--save-env VAR]...
+ *                 -- app [args...]
+ *
+ * ftwrun starts every rank of an ftwrap job through this program.  It
+ * forks, the child becomes the application (execvp), and the parent
+ *
+ *   - forwards every catchable signal it receives to the child (the
+ *     launchers signal the process they started, which is this one: hydra
+ *     sends SIGUSR1 when a peer dies, and SIGTERM/SIGINT/SIGHUP at teardown);
+ *   - waits for the child;
+ *   - writes the rank's outcome to DIR/<rank> as one line, "exit:<code>" or
+ *     "signal:<NAME>" (e.g. "signal:KILL"); the rank comes from
+ *     OMPI_COMM_WORLD_RANK or PMI_RANK;
+ *   - exits with the child's exit code, or 128+signal if the child died by
+ *     a signal.
+ *
+ * The last point is the reason this program exists: the launcher sees a
+ * rank that was killed as a process that *exited* with status 128+signal.
+ * Hydra tears down the whole job when a rank dies by a signal (even with
+ * -disable-auto-cleanup) but lets the others run on when it merely exits
+ * nonzero, so survivors keep running.
+ *
+ * The child asks for SIGKILL when this process dies (PR_SET_PDEATHSIG), so
+ * a launcher that SIGKILLs the supervisor still takes the rank with it.
+ *
+ * --preload LIB makes the child run with LD_PRELOAD=LIB[:$LD_PRELOAD].
+ * ftwrun hands libftwrap.so over this way rather than through the ranks'
+ * LD_PRELOAD, so that the library (and the libmpi it links) is loaded into
+ * the application only, never into this supervisor.
+ *
+ * With --status-dir the supervisor also creates DIR/pid.<its pid> when it
+ * starts and writes the rank's pid into it once forked: should the
+ * launcher go away and leave ranks running, ftwrun finds their supervisors
+ * there and stops them.
+ *
+ * --save-env VAR (repeatable, needs --status-dir) writes the value of the
+ * environment variable VAR, if set, to DIR/env.VAR before the rank starts.
+ * ftwrun uses it to learn identifiers the launcher gives the job only in
+ * the ranks' environment (Open MPI's job id, which names the job's
+ * shared-memory files).
+ *
+ * No MPI in here: it must work unchanged under every launcher.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t child_pid;
+
+/* Signals passed on to the child.  SIGKILL and SIGSTOP cannot be caught;
+ * SIGCHLD is ours; SIGPIPE and the synchronous faults (SEGV, BUS, ...)
+ * concern this process, not the rank. */
+static const int fwd_signals[] = {
+    SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM,
+    SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU, SIGWINCH, SIGURG, SIGVTALRM,
+    SIGPROF, SIGXCPU, SIGXFSZ, SIGPWR,
+};
+#define NFWD (sizeof(fwd_signals) / sizeof(fwd_signals[0]))
+
+static void forward(int sig)
+{
+    int saved = errno;
+    pid_t pid = child_pid;
+
+    if (pid > 0)
+        kill(pid, sig);
+    errno = saved;
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: ftw-supervise [--status-dir DIR] [--preload LIB] "
+            "[--save-env VAR]... -- app [args...]\n");
+    exit(2);
+}
+
+/* "KILL" for SIGKILL; a number for signals without a well-known name. */
+static const char *signame(int sig, char *buf, size_t len)
+{
+    static const struct {
+        int sig;
+        const char *name;
+    } names[] = {
+        {SIGHUP, "HUP"},   {SIGINT, "INT"},       {SIGQUIT, "QUIT"},
+        {SIGILL, "ILL"},   {SIGTRAP, "TRAP"},     {SIGABRT, "ABRT"},
+        {SIGBUS, "BUS"},   {SIGFPE, "FPE"},       {SIGKILL, "KILL"},
+        {SIGUSR1, "USR1"}, {SIGSEGV, "SEGV"},     {SIGUSR2, "USR2"},
+        {SIGPIPE, "PIPE"}, {SIGALRM, "ALRM"},     {SIGTERM, "TERM"},
+        {SIGSTKFLT, "STKFLT"}, {SIGCHLD, "CHLD"}, {SIGCONT, "CONT"},
+        {SIGSTOP, "STOP"}, {SIGTSTP, "TSTP"},     {SIGTTIN, "TTIN"},
+        {SIGTTOU, "TTOU"}, {SIGURG, "URG"},       {SIGXCPU, "XCPU"},
+        {SIGXFSZ, "XFSZ"}, {SIGVTALRM, "VTALRM"}, {SIGPROF, "PROF"},
+        {SIGWINCH, "WINCH"}, {SIGIO, "IO"},       {SIGPWR, "PWR"},
+        {SIGSYS, "SYS"},
+    };
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (names[i].sig == sig)
+            return names[i].name;
+    if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+        snprintf(buf, len, "RTMIN+%d", sig - SIGRTMIN);
+    else
+        snprintf(buf, len, "%d", sig);
+    return buf;
+}
+
+/* The rank this process runs, or NULL if no launcher variable names it. */
+static const char *rank_of_env(void)
+{
+    static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                 "PMIX_RANK"};
+
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+
+        if (v && *v && strspn(v, "0123456789") == strlen(v))
+            return v;
+    }
+    return NULL;
+}
+
+/* Write DIR/NAME atomically (temporary file + rename), so a reader never
+ * sees a half-written line. */
+static void write_file(const char *dir, const char *name, const char *line)
+{
+    char path[4096], tmp[4096];
+    int fd, n;
+
+    n = snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= sizeof(path))
+        return;
+    n = snprintf(tmp, sizeof(tmp), "%s/.%s.%ld", dir, name, (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof(tmp))
+        return;
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "ftw-supervise: %s: %s\n", tmp, strerror(errno));
+        return;
+    }
+    size_t len = strlen(line), off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, line + off, len - off);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    if (close(fd) != 0 || off != len || rename(tmp, path) != 0) {
+        fprintf(stderr, "ftw-supervise: cannot write %s: %s\n", path,
+                strerror(errno));
+        unlink(tmp);
+    }
+}
+
+static void write_status(const char *dir, const char *line)
+{
+    const char *rank = rank_of_env();
+
+    if (!rank) {
+        fprintf(stderr, "ftw-supervise: no rank in the environment "
+                        "(OMPI_COMM_WORLD_RANK, PMI_RANK); status not "
+                        "written\n");
+        return;
+    }
+    write_file(dir, rank, line);
+}
+
+static void save_env(const char *dir, const char *var)
+{
+    const char *v = getenv(var);
+    char name[256], *line;
+    size_t len;
+    int n;
+
+    if (!v || strchr(var, '/'))
+        return;
+    n = snprintf(name, sizeof(name), "env.%s", var);
+    if (n < 0 || (size_t)n >= sizeof(name))
+        return;
+    len = strlen(v) + 2;
+    line = malloc(len);
+    if (!line)
+        return;
+    snprintf(line, len, "%s\n", v);
+    write_file(dir, name, line);
+    free(line);
+}
+
+static void child(char **argv, const char *preload, pid_t parent,
+                  const sigset_t *oldmask)
+{
+    struct sigaction sa;
+
+    /* Die with the supervisor.  If it died before prctl took effect we
+     * have already been reparented: give up now. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(127);
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < NFWD; i++)
+        sigaction(fwd_signals[i], &sa, NULL);
+    sigprocmask(SIG_SETMASK, oldmask, NULL);
+
+    if (preload && *preload) {
+        const char *old = getenv("LD_PRELOAD");
+
+        if (old && *old) {
+            size_t len = strlen(preload) + strlen(old) + 2;
+            char *v = malloc(len);
+
+            if (!v)
+                _exit(127);
+            snprintf(v, len, "%s:%s", preload, old);
+            setenv("LD_PRELOAD", v, 1);
+            free(v);
+        } else {
+            setenv("LD_PRELOAD", preload, 1);
+        }
+    }
+
+    execvp(argv[0], argv);
+    fprintf(stderr, "ftw-supervise: cannot run %s: %s\n", argv[0],
+            strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
+}
+
+int main(int argc, char **argv)
+{
+    const char *status_dir = NULL, *preload = NULL;
+    const char *save[16];
+    int nsave = 0;
+    struct sigaction sa;
+    sigset_t block, oldmask;
+    pid_t pid, parent;
+    int i, status, code;
+    char line[64], buf[32];
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            i++;
+            break;
+        } else if (strcmp(argv[i], "--status-dir") == 0 && i + 1 < argc) {
+            status_dir = argv[++i];
+        } else if (strncmp(argv[i], "--status-dir=", 13) == 0) {
+            status_dir = argv[i] + 13;
+        } else if (strcmp(argv[i], "--preload") == 0 && i + 1 < argc) {
+            preload = argv[++i];
+        } else if (strncmp(argv[i], "--preload=", 10) == 0) {
+            preload = argv[i] + 10;
+        } else if (strcmp(argv[i], "--save-env") == 0 && i + 1 < argc) {
+            if (nsave == (int)(sizeof(save) / sizeof(save[0])))
+                usage();
+            save[nsave++] = argv[++i];
+        } else if (argv[i][0] == '-') {
+            usage();
+        } else {
+            break;
+        }
+    }
+    if (i >= argc)
+        usage();
+    if (status_dir) {
+        char name[64];
+
+        snprintf(name, sizeof(name), "pid.%ld", (long)getpid());
+        write_file(status_dir, name, "\n");
+        for (int k = 0; k < nsave; k++)
+            save_env(status_dir, save[k]);
+    }
+
+    /* Block the forwarded signals across fork, so one arriving before
+     * child_pid is known stays pending and is forwarded afterwards. */
+    sigemptyset(&block);
+    for (size_t k = 0; k < NFWD; k++)
+        sigaddset(&block, fwd_signals[k]);
+    sigprocmask(SIG_BLOCK, &block, &oldmask);
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = forward;
+    sa.sa_flags = SA_RESTART;
+    sigfillset(&sa.sa_mask);
+    for (size_t k = 0; k < NFWD; k++)
+        sigaction(fwd_signals[k], &sa, NULL);
+
+    parent = getpid();
+    pid = fork();
+    if (pid < 0) {
+        perror("ftw-supervise: fork");
+        return 126;
+    }
+    if (pid == 0)
+        child(argv + i, preload, parent, &oldmask);
+
+    child_pid = pid;
+    sigprocmask(SIG_SETMASK, &oldmask, NULL);
+    if (status_dir) {
+        char name[64], line[32];
+
+        snprintf(name, sizeof(name), "pid.%ld", (long)parent);
+        snprintf(line, sizeof(line), "%ld\n", (long)pid);
+        write_file(status_dir, name, line);
+    }
+
+    for (;;) {
+        pid_t r = waitpid(pid, &status, 0);
+
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR) {
+            perror("ftw-supervise: waitpid");
+            return 126;
+        }
+    }
+    child_pid = 0;
+
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+
+        snprintf(line, sizeof(line), "signal:%s\n",
+                 signame(sig, buf, sizeof(buf)));
+        code = 128 + sig;
+    } else {
+        code = WEXITSTATUS(status);
+        snprintf(line, sizeof(line), "exit:%d\n", code);
+    }
+    if (status_dir)
+        write_status(status_dir, line);
+    return code;
+}
