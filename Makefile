@@ -95,7 +95,7 @@ check: all
 	exit $$st
 
 demo: all
-	@for m in $(MPIS); do scripts/demo $$m || exit 1; done
+	@for m in $(MPIS); do scripts/demo/run $$m || exit 1; done
 
 bench: all
 	scripts/bench/run
