@@ -298,14 +298,98 @@ def comm_out_param(f):
     return outs[0].name
 
 
+def comm_param(f):
+    """The (first) MPI_Comm parameter of f, or None."""
+    for p in f.params:
+        if re.match(r"^MPI_Comm$", p.type):
+            return p.name
+    return None
+
+
+def call_with(f, target, replace):
+    """A call of target with f's arguments, some replaced."""
+    return "%s(%s)" % (target, ", ".join(replace.get(p.name, p.name)
+                                         for p in f.params))
+
+
 def body_comm_create(f):
-    """Creation: the new communicator is tracked once the MPI made it."""
-    return ("    int rc;\n\n"
-            "    ftw_wrap_check();\n"
+    """Creation: refuse an inactive parent, agree that the communicator
+    exists everywhere, and track it."""
+    out = comm_out_param(f)
+    parent = comm_param(f)
+    collective = 0 if rules.NONBLOCKING in f.attrs else 1
+    agree = 1 if rules.AGREE in f.attrs else 0
+    if parent is None:
+        return ("    int rc;\n\n"
+                "    ftw_wrap_check();\n"
+                "    rc = %s;\n"
+                "    if (rc == MPI_SUCCESS)\n"
+                "        ftw_comm_track(*%s, %d);\n"
+                "    return rc;\n" % (f.call(f.pname), out, collective))
+    groups = [p.name for p in f.params if p.type == "MPI_Group"]
+    if f.name == "MPI_Comm_create_group":
+        begin = "ftw_create_begin_group(&co, \"%s\", %s, %s)" % (
+            f.name, parent, groups[0])
+    else:
+        begin = "ftw_create_begin(&co, \"%s\", %s, %d)" % (
+            f.name, parent, 1 if rules.ANY_RANKS in f.attrs else 0)
+    return ("    ftw_coll_t co;\n    int rc;\n\n"
+            "    if (%s)\n"
+            "        return co.rc;\n"
             "    rc = %s;\n"
-            "    if (rc == MPI_SUCCESS)\n"
-            "        ftw_comm_created(*%s);\n"
-            "    return rc;\n" % (f.call(f.pname), comm_out_param(f)))
+            "    return ftw_create_end(&co, rc, %s, %d, %d);\n"
+            % (begin,
+               call_with(f, f.pname, {parent: "co.native"}), out, agree,
+               collective))
+
+
+XCOLL = {"Barrier", "Bcast", "Reduce", "Allreduce", "Scan", "Exscan",
+         "Gather", "Gatherv", "Scatter", "Scatterv", "Allgather",
+         "Allgatherv", "Alltoall", "Alltoallv", "Alltoallw",
+         "Reduce_scatter", "Reduce_scatter_block"}
+
+
+def coll_base(f):
+    """'MPI_Iallgatherv_c' -> ('Allgatherv', '_c')."""
+    name = re.sub(r"^MPIX?_", "", f.name)
+    sfx = ""
+    if name.endswith("_c"):
+        name, sfx = name[:-2], "_c"
+    if name.endswith("_init"):
+        name = name[:-5]
+    if rules.NONBLOCKING in f.attrs:
+        name = name[1].upper() + name[2:]
+    return name, sfx
+
+
+def body_coll(f):
+    comm = comm_param(f)
+    base, sfx = coll_base(f)
+    req = [p.name for p in f.params if re.match(REQ + "$", p.type)]
+    xargs = [p.name for p in f.params
+             if p.name != comm and not re.match(REQ + "$", p.type)]
+    native = call_with(f, f.pname, {comm: "co.native"})
+    fail_req = ("        *%s = MPI_REQUEST_NULL;\n" % req[0]) if req else ""
+    out = ("    ftw_coll_t co;\n\n"
+           "    if (ftw_coll_begin(&co, \"%s\", %s)) {\n%s"
+           "        return co.rc;\n    }\n" % (f.name, comm, fail_req))
+    if rules.PERSISTENT in f.attrs or base not in XCOLL or sfx:
+        rotated = "        return ftw_coll_unsupported(&co);\n"
+    elif req:
+        rotated = ("        return ftw_coll_posted(&co, ftw_xcoll_i%s(&co, "
+                   "%s), %s);\n" % (base.lower(), ", ".join(xargs + req),
+                                    req[0]))
+    else:
+        rotated = ("        return ftw_coll_wait(&co, ftw_xcoll_i%s(&co, "
+                   "%s));\n" % (base.lower(), ", ".join(xargs + ["&co.req"])))
+    out += "    if (co.rotated)\n" + rotated
+    if req:
+        return out + "    return ftw_coll_posted(&co, %s, %s);\n" % (
+            native, req[0])
+    nb = "PMPI_I%s%s" % (base[0].lower() + base[1:], sfx)
+    args = [("co.native" if p.name == comm else p.name) for p in f.params]
+    return out + "    return ftw_coll_wait(&co, %s(%s, &co.req));\n" % (
+        nb, ", ".join(args))
 
 
 def body_comm_free(f):
@@ -482,6 +566,8 @@ def body_for(f):
         return body_sendrecv(f)
     if f.family == "comm_create":
         return body_comm_create(f)
+    if f.family == "coll":
+        return body_coll(f)
     if f.family == "comm_free":
         return body_comm_free(f)
     if f.variadic:

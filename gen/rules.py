@@ -20,6 +20,10 @@ CREATES_COMM = "creates_comm"  # returns a new communicator
 FREES_COMM = "frees_comm"    # releases a communicator handle
 NONBLOCKING = "nonblocking"  # starts a request
 PERSISTENT = "persistent"    # creates an inactive persistent request
+AGREE = "agree"              # creation: agree over the parent's members
+ANY_RANKS = "any_ranks"      # creation that does not depend on the
+                             # parent's rank numbers (may run on the
+                             # survivors after failures were excluded)
 CORE = "core"                # the wrapper calls ftw_<name>() in src/ft with
                              # the same arguments (same signature on every
                              # MPI, no large-count twin)
@@ -75,13 +79,17 @@ RULES = [
     (r"MPIX?_" + _COLL + "_init" + _LC, "coll", {COLLECTIVE, PERSISTENT}),
 
     # Communicator creation and release.
-    (r"MPI_(Comm_dup|Comm_dup_with_info|Comm_split|Comm_split_type|"
-     r"Comm_create|Comm_create_group|Intercomm_create|Intercomm_merge|"
-     r"Cart_create|Cart_sub|Graph_create|Dist_graph_create|"
-     r"Dist_graph_create_adjacent|Comm_accept|Comm_connect|Comm_spawn|"
-     r"Comm_spawn_multiple|Comm_join|Comm_create_from_group|"
-     r"Intercomm_create_from_groups)", "comm_create",
-     {BLOCKS, COLLECTIVE, CREATES_COMM}),
+    (r"MPI_(Comm_split|Comm_split_type|Comm_create)", "comm_create",
+     {BLOCKS, COLLECTIVE, CREATES_COMM, AGREE, ANY_RANKS}),
+    (r"MPI_Comm_create_group", "comm_create",
+     {BLOCKS, COLLECTIVE, CREATES_COMM, ANY_RANKS}),
+    (r"MPI_(Comm_dup|Comm_dup_with_info|Cart_create|Cart_sub|Graph_create|"
+     r"Dist_graph_create|Dist_graph_create_adjacent|Intercomm_create|"
+     r"Intercomm_merge)", "comm_create",
+     {BLOCKS, COLLECTIVE, CREATES_COMM, AGREE}),
+    (r"MPI_(Comm_accept|Comm_connect|Comm_spawn|Comm_spawn_multiple|"
+     r"Comm_join|Comm_create_from_group|Intercomm_create_from_groups)",
+     "comm_create", {BLOCKS, COLLECTIVE, CREATES_COMM}),
     (r"MPI_(Comm_idup|Comm_idup_with_info)", "comm_create",
      {COLLECTIVE, CREATES_COMM, NONBLOCKING}),
     (r"MPI_(Comm_free|Comm_disconnect)", "comm_free", {FREES_COMM}),

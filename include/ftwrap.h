@@ -80,6 +80,43 @@ int FTW_Comm_group_failed(MPI_Comm comm, MPI_Group *failed_group);
  */
 int FTW_Comm_reenable_any_source(MPI_Comm comm, MPI_Group *failed_group);
 
+/*
+ * FTW_Comm_validate - agree on the failed processes of comm and re-enable
+ * its collectives.
+ *
+ * Collective over comm's surviving processes, fault tolerant: it
+ * completes when processes (any of them) fail during it, and every
+ * survivor gets the same *failed_group (comm's ranks; free it with
+ * MPI_Group_free).  A process that fails during the call may or may not
+ * be in it.  Afterwards collectives on comm run over the processes not in
+ * *failed_group, with the application's rank numbers and buffer layouts:
+ * a failed root is an error (FTW_ERR_PROC_FAIL_STOP) and the slots of
+ * failed ranks in gather/scatter/alltoall buffers are left untouched.
+ * Point-to-point traffic is not affected.  Communicator creation on comm
+ * afterwards: MPI_Comm_split, MPI_Comm_split_type, MPI_Comm_create and
+ * MPI_Comm_create_group work over the survivors; calls that depend on
+ * rank numbers (dup, topologies) fail with FTW_ERR_PROC_FAIL_STOP.
+ * Errors: MPI_ERR_ARG, MPI_ERR_COMM (an intercommunicator, or one made by
+ * MPI_Comm_idup), MPI_ERR_NO_MEM.
+ */
+int FTW_Comm_validate(MPI_Comm comm, MPI_Group *failed_group);
+
+/*
+ * FTW_Icomm_validate - FTW_Comm_validate as a nonblocking call.
+ *
+ * *failed_group is written when *request completes (MPI_Wait/MPI_Test).
+ */
+int FTW_Icomm_validate(MPI_Comm comm, MPI_Group *failed_group,
+                       MPI_Request *request);
+
+/*
+ * FTW_Comm_validate_multiple - FTW_Comm_validate on each of comms[0..count)
+ * in order; *failed_group is the union of their failed groups, as a group
+ * of MPI_COMM_WORLD's processes.
+ */
+int FTW_Comm_validate_multiple(int count, MPI_Comm comms[],
+                               MPI_Group *failed_group);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@
 #ifdef FTW_HAVE_MPI_EXT_H
 #include <mpi-ext.h>
 #endif
+#include "ft/coll.h"
 #include "ft/complete.h"
 #include "ft/ft.h"
 #include "ft/op.h"

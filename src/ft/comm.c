@@ -46,6 +46,8 @@ static void comm_free_record(ftw_comm_t *c)
 {
     free(c->peer_world);
     free(c->local_world);
+    free(c->surv);
+    free(c->surv_of);
     free(c);
 }
 
@@ -58,6 +60,9 @@ static ftw_comm_t *comm_new(MPI_Comm comm)
         goto err;
     c->user = comm;
     c->native = comm;
+    c->ctl = MPI_COMM_NULL;
+    c->coll = comm;
+    c->coll_active = 1;
     PMPI_Comm_test_inter(comm, &c->is_inter);
     PMPI_Comm_rank(comm, &c->rank);
     if (c->is_inter) {
@@ -68,6 +73,7 @@ static ftw_comm_t *comm_new(MPI_Comm comm)
         PMPI_Comm_group(comm, &g);
     }
     c->peer_world = group_world_ranks(g, c->size);
+    c->nsurv = c->size;
     PMPI_Group_free(&g);
     if (c->peer_world == NULL)
         goto err_free;
@@ -100,14 +106,18 @@ static ftw_comm_t *comm_insert(ftw_comm_t *c)
         HASH_ADD(hh, comm_table, user, sizeof(c->user), c);
     pthread_mutex_unlock(&comm_lock);
     if (old != NULL) {
+        MPI_Comm ctl = c->ctl;
+
         comm_free_record(c);
+        if (ctl != MPI_COMM_NULL)
+            PMPI_Comm_free(&ctl);
         return old;
     }
     ftw_stat_add(FTW_STAT_COMMS_CREATED, 1);
     return c;
 }
 
-ftw_status_t ftw_comm_track(MPI_Comm comm)
+ftw_status_t ftw_comm_track(MPI_Comm comm, int collective)
 {
     ftw_comm_t *c;
 
@@ -116,7 +126,14 @@ ftw_status_t ftw_comm_track(MPI_Comm comm)
     c = comm_new(comm);
     if (c == NULL)
         return FTW_ST_NO_MEMORY;
-    comm_insert(c);
+    /* The control communicator needs a collective call: only where every
+     * member is known to be making this one. */
+    if (collective && !c->is_inter) {
+        PMPI_Comm_dup(comm, &c->ctl);
+        PMPI_Comm_set_errhandler(c->ctl, MPI_ERRORS_RETURN);
+    }
+    if (comm_insert(c) != c && c->ctl != MPI_COMM_NULL)
+        PMPI_Comm_free(&c->ctl);
     return FTW_OK;
 }
 
@@ -146,6 +163,10 @@ void ftw_comm_untrack(MPI_Comm comm)
     pthread_mutex_unlock(&comm_lock);
     if (c == NULL)
         return;
+    if (c->ctl != MPI_COMM_NULL)
+        PMPI_Comm_free(&c->ctl);
+    /* A survivors' communicator may still hold collectives abandoned on a
+     * failure; it is left to the MPI. */
     comm_free_record(c);
     ftw_stat_add(FTW_STAT_COMMS_FREED, 1);
 }
@@ -168,8 +189,11 @@ void ftw_comm_refresh(ftw_comm_t *c)
         int w = ftw_detect_failure(i);
 
         if (world_index(c->peer_world, c->size, w) >= 0 ||
-            (c->local_world && world_index(c->local_world, c->nlocal, w) >= 0))
+            (c->local_world && world_index(c->local_world, c->nlocal, w) >= 0)) {
             c->nfailed++;
+            c->coll_active = 0;
+            c->coll_gen++;
+        }
     }
     c->epoch_seen = epoch;
 }

@@ -24,12 +24,29 @@ typedef struct ftw_comm {
     uint32_t epoch_seen;    /* failures accounted for in nfailed */
     int nfailed;            /* members known failed (both groups) */
     int nacked;             /* nfailed when wildcards were last re-enabled */
+
+    /* Collectives and agreements (coll.c, validate.c). */
+    MPI_Comm ctl;           /* ftwrap's own messages about this comm, or
+                             * MPI_COMM_NULL (intercommunicators) */
+    MPI_Comm coll;          /* where collectives run: the user's comm, or
+                             * the survivors' comm after a validate that
+                             * excluded failed ranks */
+    int nsurv;              /* ranks of coll */
+    int *surv;              /* [nsurv] comm rank of each survivor, or NULL
+                             * while nothing was excluded */
+    int *surv_of;           /* [size] survivor rank of each comm rank, -1 if
+                             * excluded; NULL while nothing was excluded */
+    int coll_active;        /* 0 after a failure until validate */
+    uint32_t coll_gen;      /* bumped when collectives are cut off */
+    int nvalidated;         /* nfailed at the last validate */
+    uint32_t agree_seq;     /* agreements run on ctl so far */
     UT_hash_handle hh;
 } ftw_comm_t;
 
 /* Start tracking a communicator the MPI just returned to the user (no-op
- * for MPI_COMM_NULL or one already tracked). */
-ftw_status_t ftw_comm_track(MPI_Comm comm);
+ * for MPI_COMM_NULL or one already tracked).  collective: every member is
+ * making this call now, so ftwrap may create the control communicator. */
+ftw_status_t ftw_comm_track(MPI_Comm comm, int collective);
 
 /* Stop tracking it (after the native free). */
 void ftw_comm_untrack(MPI_Comm comm);

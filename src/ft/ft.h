@@ -38,9 +38,11 @@ int ftw_finalized(int *flag);
  * by MPI_Add_error_class, so ftwrap answers for its own. */
 int ftw_error_class(int code, int *cls);
 
-/* Communicator creation and release: after a successful native creation,
- * before the native release. */
-void ftw_comm_created(MPI_Comm newcomm);
+/* Communicator release: after the native free. */
 void ftw_comm_released(MPI_Comm comm);
+
+/* Nonblocking validates in progress (validate.c). */
+void ftw_validate_progress(void);
+int ftw_validate_pending(void);
 
 #endif

@@ -70,10 +70,10 @@ int ftw_init_after(int rc)
         ftw_fatal("FTW_INJECT='%s' is not valid", ftw_cfg.inject);
     if (ftw_detect_init() != FTW_OK)
         ftw_fatal("the failure detector could not start");
-    PMPI_Comm_dup(MPI_COMM_WORLD, &ctl_comm);
-    PMPI_Comm_set_errhandler(ctl_comm, MPI_ERRORS_RETURN);
-    ftw_comm_track(MPI_COMM_WORLD);
-    ftw_comm_track(MPI_COMM_SELF);
+
+    ftw_comm_track(MPI_COMM_WORLD, 1);
+    ftw_comm_track(MPI_COMM_SELF, 1);
+    ctl_comm = ftw_comm_get(MPI_COMM_WORLD)->ctl;
     if (ftw_cfg.print_config && world_rank == 0)
         ftw_config_print(stdout);
     ftw_active = 1;
@@ -108,11 +108,6 @@ void ftw_failure_catch_up(void)
         ftw_stat_add(FTW_STAT_FAILURES_SEEN, 1);
     }
     ftw_seen_epoch = epoch;
-}
-
-void ftw_comm_created(MPI_Comm newcomm)
-{
-    ftw_comm_track(newcomm);
 }
 
 void ftw_comm_released(MPI_Comm comm)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ftwrap.h"
+#include "ft/coll.h"
 #include "ft/comm.h"
 #include "ft/ft.h"
 #include "ft/probe.h"
@@ -29,6 +30,8 @@ void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
     op->info.peer2 = FTW_NO_PEER;
     op->info.kind = (uint8_t)kind;
     op->info.persistent = 0;
+    op->info.coll_gen = 0;
+    op->info.owned = NULL;
     op->rc = MPI_SUCCESS;
     op->req = MPI_REQUEST_NULL;
     op->req2 = MPI_REQUEST_NULL;
@@ -187,6 +190,8 @@ int ftw_poll_changed(ftw_poll_t *p)
 void ftw_poll_idle(ftw_poll_t *p)
 {
     p->spins++;
+    if (ftw_unlikely(ftw_validate_pending()))
+        ftw_validate_progress();
     if ((p->spins & 63) == 0)
         ftw_grave_progress();
     /* Waiting long: give the core to the processes this one waits for
@@ -254,6 +259,8 @@ int ftw_req_failcheck(const ftw_reqinfo_t *info, MPI_Request *req,
 
     if (c == NULL || *req == MPI_REQUEST_NULL)
         return FTW_PENDING_CODE;
+    if (info->kind == FTW_OP_COLL)
+        return ftw_coll_failcheck(c, info, req, status);
     bad = op_failed_peer(c, info);
     if (info->kind == FTW_OP_SEND || info->kind == FTW_OP_SSEND)
         return bad >= 0 ? send_abandon(req, status, bad) : FTW_PENDING_CODE;
@@ -275,6 +282,10 @@ int ftw_req_doomed(const ftw_reqinfo_t *info)
 
     if (c == NULL)
         return 0;
+    if (info->kind == FTW_OP_COLL) {
+        ftw_comm_refresh(c);
+        return c->coll_gen != info->coll_gen;
+    }
     if (op_failed_peer(c, info) >= 0)
         return 1;
     return info->kind == FTW_OP_RECV && info->peer == MPI_ANY_SOURCE &&

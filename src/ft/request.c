@@ -37,6 +37,7 @@ void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info)
         /* The MPI reused a handle whose completion ftwrap did not see. */
         HASH_DEL(req_table, old);
         ftw_req_count--;
+        free(old->info.owned);
         free(old);
     }
     HASH_ADD(hh, req_table, key, sizeof(e->key), e);
@@ -63,6 +64,7 @@ static void req_del_locked(MPI_Request req)
     HASH_FIND(hh, req_table, &req, sizeof(req), e);
     if (e == NULL)
         return;
+    free(e->info.owned);
     HASH_DEL(req_table, e);
     ftw_req_count--;
     e->hh.next = req_free_list;
@@ -91,20 +93,24 @@ void ftw_req_reap(int n, const MPI_Request before[], const MPI_Request after[])
 
 /* ---- graveyard ---------------------------------------------------------- */
 
-static MPI_Request *grave;
+typedef struct {
+    MPI_Request req;
+    void *owned;
+} grave_t;
+
+static grave_t *grave;
 static int grave_n, grave_cap;
 
-void ftw_grave_add(MPI_Request req)
+static void grave_add_locked(MPI_Request req, void *owned)
 {
-    MPI_Request *g;
+    grave_t *g;
 
-    pthread_mutex_lock(&req_lock);
     if (grave_n == grave_cap) {
         int cap = grave_cap ? 2 * grave_cap : 16;
 
         g = realloc(grave, sizeof(*g) * (size_t)cap);
         if (g == NULL) {
-            pthread_mutex_unlock(&req_lock);
+            /* Its memory stays allocated: the MPI may still use it. */
             ftw_warn_sparse("out of memory: an abandoned request is "
                             "dropped without being completed");
             return;
@@ -112,9 +118,31 @@ void ftw_grave_add(MPI_Request req)
         grave = g;
         grave_cap = cap;
     }
-    grave[grave_n++] = req;
-    pthread_mutex_unlock(&req_lock);
+    grave[grave_n].req = req;
+    grave[grave_n++].owned = owned;
     ftw_stat_add(FTW_STAT_GRAVEYARD, 1);
+}
+
+void ftw_grave_add(MPI_Request req)
+{
+    ftw_req_t *e;
+    void *owned = NULL;
+
+    pthread_mutex_lock(&req_lock);
+    HASH_FIND(hh, req_table, &req, sizeof(req), e);
+    if (e != NULL) {
+        owned = e->info.owned;
+        e->info.owned = NULL;
+    }
+    grave_add_locked(req, owned);
+    pthread_mutex_unlock(&req_lock);
+}
+
+void ftw_grave_add_owned(MPI_Request req, void *owned)
+{
+    pthread_mutex_lock(&req_lock);
+    grave_add_locked(req, owned);
+    pthread_mutex_unlock(&req_lock);
 }
 
 void ftw_grave_progress(void)
@@ -125,11 +153,13 @@ void ftw_grave_progress(void)
     for (int i = 0; i < grave_n;) {
         int flag = 0;
 
-        PMPI_Test(&grave[i], &flag, MPI_STATUS_IGNORE);
-        if (flag)
+        PMPI_Test(&grave[i].req, &flag, MPI_STATUS_IGNORE);
+        if (flag) {
+            free(grave[i].owned);
             grave[i] = grave[--grave_n];
-        else
+        } else {
             i++;
+        }
     }
     pthread_mutex_unlock(&req_lock);
 }

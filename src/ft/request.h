@@ -18,6 +18,7 @@ typedef enum {
     FTW_OP_SSEND,       /* synchronous send */
     FTW_OP_RECV,
     FTW_OP_PROBE,
+    FTW_OP_COLL,        /* a nonblocking collective */
 } ftw_op_kind_t;
 
 #define FTW_NO_PEER (-3)  /* distinct from MPI_ANY_SOURCE, MPI_PROC_NULL */
@@ -29,6 +30,9 @@ typedef struct {
     int peer2;          /* the send side of a send-receive, or FTW_NO_PEER */
     uint8_t kind;       /* ftw_op_kind_t */
     uint8_t persistent;
+    uint32_t coll_gen;  /* FTW_OP_COLL: the communicator's coll_gen */
+    void *owned;        /* memory the native request uses, freed with the
+                         * request (or by the graveyard) */
 } ftw_reqinfo_t;
 
 typedef struct ftw_req {
@@ -53,8 +57,10 @@ void ftw_req_del(MPI_Request req);
 void ftw_req_reap(int n, const MPI_Request before[], const MPI_Request after[]);
 
 /* Native requests given up on (their peer failed and they could not be
- * cancelled): progress keeps testing them until the MPI lets go. */
+ * cancelled): progress keeps testing them until the MPI lets go, and only
+ * then frees the memory they use (owned, or their table entry's). */
 void ftw_grave_add(MPI_Request req);
+void ftw_grave_add_owned(MPI_Request req, void *owned);
 void ftw_grave_progress(void);
 int ftw_grave_count(void);
 

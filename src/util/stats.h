@@ -17,7 +17,8 @@
     _(OPS_FAILED,     "ops_failed",     "operations ended by a failure") \
     _(RECV_CANCELLED, "recv_cancelled", "receives cancelled on failure") \
     _(GRAVEYARD,      "graveyard",      "native requests abandoned")     \
-    _(ANY_DISABLED,   "any_source_disabled", "wildcard receives refused")
+    _(ANY_DISABLED,   "any_source_disabled", "wildcard receives refused") \
+    _(VALIDATES,      "validates",      "FTW_Comm_validate completed")
 
 typedef enum {
 #define FTW_STAT_ENUM_(id, key, help) FTW_STAT_##id,

@@ -1,0 +1,52 @@
+/*
+ * Fault-tolerant agreement among the members of a communicator.
+ *
+ * The algorithm is Flooding Consensus for a perfect failure detector
+ * (Cachin, Guerraoui and Rodrigues, "Introduction to Reliable and Secure
+ * Distributed Programming", 2011, algorithm 5.1).  ftwrap's detector is
+ * perfect from the survivors' point of view: pidfds never suspect a live
+ * process, and a process wrongly suspected by heartbeat is forced to exit.
+ * Each round every process floods the proposals it has seen to all others
+ * and waits for the round's message of every process it does not know to
+ * be dead; a process decides when a round brings messages from the same
+ * set of processes as the round before (no failure in between), and then
+ * floods DECIDED, which ends the agreement for everyone still in it.  It
+ * was chosen over a coordinator-based commit because no process ever has
+ * to answer for an agreement it has left: a decided process tells the
+ * others the decision and goes.
+ *
+ * The value agreed is a deterministic function of the set of proposals:
+ * the union of the proposed failed sets (one bit per rank) and the AND of
+ * the proposed flags.  Messages travel on the communicator's control
+ * communicator, one tag per agreement, so they never meet user traffic.
+ */
+#ifndef FTW_FT_AGREE_H
+#define FTW_FT_AGREE_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "ft/comm.h"
+
+typedef struct ftw_agree ftw_agree_t;
+
+/* Start an agreement on c->ctl with this process's proposal: failed (one
+ * byte per rank of c, nonzero = failed; NULL: what the detector knows
+ * now) and flag. */
+int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
+                    ftw_agree_t **agree_p);
+
+/* Make progress without blocking; 1 once decided. */
+int ftw_agree_test(ftw_agree_t *a);
+
+/* The decision (valid once ftw_agree_test returned 1): failed is an array
+ * of c->size bytes the caller provides. */
+void ftw_agree_result(const ftw_agree_t *a, uint8_t *failed, int *flag);
+
+void ftw_agree_free(ftw_agree_t *a);
+
+/* Blocking: start, progress until decided, give the result, free. */
+int ftw_agree(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
+              uint8_t *failed_out, int *flag_out);
+
+#endif

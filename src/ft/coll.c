@@ -1,0 +1,215 @@
+/* Collectives and communicator creation that never hang on a failure. */
+#include "ft/coll.h"
+
+#include <stdlib.h>
+
+#include "ftwrap.h"
+#include "ft/agree.h"
+#include "ft/ft.h"
+#include "ft/op.h"
+#include "util/log.h"
+
+static int failures_known(void)
+{
+    return atomic_load_explicit(&ftw_fail_epoch, memory_order_relaxed) != 0;
+}
+
+int ftw_coll_begin(ftw_coll_t *co, const char *name, MPI_Comm comm)
+{
+    ftw_wrap_check();
+    ftw_inject(FTW_INJECT_COLL);
+    co->name = name;
+    co->comm = comm;
+    co->native = comm;
+    co->rotated = 0;
+    co->rc = MPI_SUCCESS;
+    co->req = MPI_REQUEST_NULL;
+    co->owned = NULL;
+    co->gen = 0;
+    co->c = NULL;
+    if (ftw_likely(!failures_known()))
+        return 0;
+    co->c = ftw_comm_get(comm);
+    if (co->c == NULL)
+        return 0;
+    ftw_comm_refresh(co->c);
+    co->gen = co->c->coll_gen;
+    if (!co->c->coll_active) {
+        co->rc = ftw_raise(comm, FTW_ERR_PROC_FAIL_STOP, name, -1);
+        return 1;
+    }
+    co->native = co->c->coll;
+    co->rotated = co->c->surv != NULL;
+    return 0;
+}
+
+/* A collective whose communicator lost a process may still finish with
+ * what the dead process sent before it died: give it some progress. */
+static int coll_drain(MPI_Request *req, MPI_Status *status)
+{
+    int flag = 0;
+
+    for (int i = 0; i < 100 && !flag; i++)
+        PMPI_Test(req, &flag, status);
+    return flag;
+}
+
+/* Has the communicator lost a process since the collective started? */
+static int coll_cut_off(ftw_coll_t *co)
+{
+    if (co->c == NULL)
+        co->c = ftw_comm_get(co->comm);
+    if (co->c == NULL)
+        return 0;
+    ftw_comm_refresh(co->c);
+    return co->c->coll_gen != co->gen;
+}
+
+int ftw_coll_wait(ftw_coll_t *co, int rc)
+{
+    ftw_poll_t p;
+
+    if (rc != MPI_SUCCESS) {
+        free(co->owned);
+        return ftw_is_own_error(rc) ? ftw_raise(co->comm, rc, co->name, -1)
+                                    : rc;
+    }
+    ftw_poll_init(&p);
+    for (;;) {
+        int flag = 0;
+
+        rc = PMPI_Test(&co->req, &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS || flag) {
+            free(co->owned);
+            return rc;
+        }
+        if (ftw_poll_changed(&p) && coll_cut_off(co)) {
+            if (coll_drain(&co->req, MPI_STATUS_IGNORE)) {
+                free(co->owned);
+                return MPI_SUCCESS;
+            }
+            /* The MPI may still use the request and its memory. */
+            ftw_grave_add_owned(co->req, co->owned);
+            return ftw_raise(co->comm, FTW_ERR_PROC_FAIL_STOP, co->name, -1);
+        }
+        ftw_poll_idle(&p);
+    }
+}
+
+int ftw_coll_posted(ftw_coll_t *co, int rc, MPI_Request *request)
+{
+    ftw_reqinfo_t info = { .comm = co->comm, .peer = FTW_NO_PEER,
+                           .peer2 = FTW_NO_PEER, .kind = FTW_OP_COLL,
+                           .coll_gen = co->gen, .owned = co->owned };
+
+    if (rc != MPI_SUCCESS) {
+        free(co->owned);
+        *request = MPI_REQUEST_NULL;
+        return ftw_is_own_error(rc) ? ftw_raise(co->comm, rc, co->name, -1)
+                                    : rc;
+    }
+    ftw_req_add(*request, &info);
+    return rc;
+}
+
+int ftw_coll_failcheck(ftw_comm_t *c, const ftw_reqinfo_t *info,
+                       MPI_Request *req, MPI_Status *status)
+{
+    int flag = 0;
+
+    ftw_comm_refresh(c);
+    if (c->coll_gen == info->coll_gen)
+        return FTW_PENDING_CODE;
+    flag = coll_drain(req, status);
+    if (flag)
+        return MPI_SUCCESS;
+    ftw_grave_add(*req);
+    *req = MPI_REQUEST_NULL;
+    ftw_status_fail(status, FTW_ERR_PROC_FAIL_STOP, MPI_ANY_SOURCE);
+    return FTW_ERR_PROC_FAIL_STOP;
+}
+
+int ftw_coll_unsupported(ftw_coll_t *co)
+{
+    ftw_error("%s: large-count collectives are not supported on a "
+              "communicator whose failed processes were excluded",
+              co->name);
+    return ftw_raise(co->comm, MPI_ERR_UNSUPPORTED_OPERATION, co->name, -1);
+}
+
+/* ---- communicator creation ---------------------------------------------- */
+
+int ftw_create_begin(ftw_coll_t *co, const char *name, MPI_Comm parent,
+                     int any_ranks)
+{
+    if (ftw_coll_begin(co, name, parent))
+        return 1;
+    if (co->rotated && !any_ranks) {
+        ftw_error("%s: the communicator has failed processes; make a "
+                  "survivors' communicator first (MPI_Comm_split or "
+                  "MPI_Comm_create_group)", name);
+        co->rc = ftw_raise(parent, FTW_ERR_PROC_FAIL_STOP, name, -1);
+        return 1;
+    }
+    return 0;
+}
+
+int ftw_create_begin_group(ftw_coll_t *co, const char *name, MPI_Comm parent,
+                           MPI_Group group)
+{
+    MPI_Group all;
+    int n, *ranks, *in_parent, bad = -1;
+
+    if (ftw_coll_begin(co, name, parent) == 0 || co->c == NULL)
+        return 0;
+    /* Only the group's members take part: an inactive parent matters only
+     * if one of them failed. */
+    co->rc = MPI_SUCCESS;
+    co->native = co->c->coll;
+    co->rotated = co->c->surv != NULL;
+    PMPI_Group_size(group, &n);
+    ranks = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    in_parent = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (ranks != NULL && in_parent != NULL) {
+        for (int i = 0; i < n; i++)
+            ranks[i] = i;
+        PMPI_Comm_group(parent, &all);
+        PMPI_Group_translate_ranks(group, n, ranks, all, in_parent);
+        PMPI_Group_free(&all);
+        for (int i = 0; i < n && bad < 0; i++)
+            if (ftw_comm_peer_failed(co->c, in_parent[i]))
+                bad = in_parent[i];
+    }
+    free(ranks);
+    free(in_parent);
+    if (bad < 0)
+        return 0;
+    co->rc = ftw_raise(parent, FTW_ERR_PROC_FAIL_STOP, name, bad);
+    return 1;
+}
+
+int ftw_create_end(ftw_coll_t *co, int rc, MPI_Comm *newcomm, int agree,
+                   int collective)
+{
+    ftw_comm_t *parent = co->c ? co->c : ftw_comm_get(co->comm);
+
+    if (agree && parent != NULL && parent->ctl != MPI_COMM_NULL) {
+        uint8_t *failed = malloc((size_t)parent->size + 1);
+        int all_ok = 0;
+
+        if (failed != NULL &&
+            ftw_agree(parent, NULL, rc == MPI_SUCCESS, failed, &all_ok) !=
+                MPI_SUCCESS)
+            all_ok = 0;
+        free(failed);
+        if (!all_ok && rc == MPI_SUCCESS) {
+            /* Made here but not everywhere: nowhere, then. */
+            if (*newcomm != MPI_COMM_NULL)
+                PMPI_Comm_free(newcomm);
+            return ftw_raise(co->comm, FTW_ERR_PROC_FAIL_STOP, co->name, -1);
+        }
+    }
+    if (rc == MPI_SUCCESS)
+        ftw_comm_track(*newcomm, collective);
+    return rc;
+}

@@ -1,0 +1,142 @@
+/*
+ * Collectives that never hang on a failed process.
+ *
+ * A failure in a communicator makes it collectively inactive: collectives
+ * already posted complete (in error if they cannot finish), later ones
+ * fail at once with FTW_ERR_PROC_FAIL_STOP, until FTW_Comm_validate.  After
+ * a validate that excluded failed processes, collectives run on the
+ * survivors' communicator (ftw_comm_t.coll) with the user's rank numbers
+ * and buffer layouts kept: roots are translated (a failed root is an
+ * error) and rank-indexed collectives become their v/w forms with
+ * displacements that leave the failed ranks' slots untouched.  That
+ * translation is ftw_xcoll_*() in coll_x.c.
+ *
+ * The generated wrappers drive a collective like this:
+ *
+ *   ftw_coll_begin()   inactive -> error; else the native communicator
+ *   co.rotated ? ftw_xcoll_iX(&co, args..., &req) : PMPI_IX(args..., &req)
+ *   ftw_coll_wait()    blocking: wait, give up if the communicator fails
+ *   ftw_coll_posted()  nonblocking: remember the request
+ */
+#ifndef FTW_FT_COLL_H
+#define FTW_FT_COLL_H
+
+#include <mpi.h>
+
+#include "ft/comm.h"
+#include "ft/request.h"
+
+typedef struct {
+    const char *name;       /* the MPI call, for messages */
+    MPI_Comm comm;          /* the user's handle */
+    ftw_comm_t *c;
+    MPI_Comm native;        /* the communicator the collective runs on */
+    int rotated;            /* arguments need translating (ftw_xcoll_*) */
+    int rc;                 /* the error ftw_coll_begin decided */
+    MPI_Request req;        /* a blocking collective's native request */
+    uint32_t gen;           /* the communicator's coll_gen at the start */
+    void *owned;            /* memory the native request uses until it
+                             * completes (translated counts, packed
+                             * buffers); freed with it */
+} ftw_coll_t;
+
+/* Nonzero if the collective must fail at once (co->rc, already raised). */
+int ftw_coll_begin(ftw_coll_t *co, const char *name, MPI_Comm comm);
+
+/* Blocking: wait for co->req after a native post that returned rc. */
+int ftw_coll_wait(ftw_coll_t *co, int rc);
+
+/* Nonblocking: a post returned rc; remember *request for its wait. */
+int ftw_coll_posted(ftw_coll_t *co, int rc, MPI_Request *request);
+
+/* A large-count collective after failures were excluded: not supported
+ * (raises MPI_ERR_UNSUPPORTED_OPERATION). */
+int ftw_coll_unsupported(ftw_coll_t *co);
+
+/* A pending nonblocking collective: FTW_PENDING_CODE, or the error it
+ * ends with now that its communicator lost a process. */
+int ftw_coll_failcheck(ftw_comm_t *c, const ftw_reqinfo_t *info,
+                       MPI_Request *req, MPI_Status *status);
+
+/* Communicator creation.  ftw_create_begin refuses an inactive parent,
+ * and one whose failed ranks were excluded unless the call does not
+ * depend on rank numbers (any_ranks: split, create, create_group), which
+ * then runs on the survivors' communicator (co->native).  ftw_create_end
+ * agrees (agree: over the parent's members) that every process created
+ * the communicator, frees it everywhere otherwise, and tracks it. */
+int ftw_create_begin(ftw_coll_t *co, const char *name, MPI_Comm parent,
+                     int any_ranks);
+/* MPI_Comm_create_group: only the group's members call it, so only their
+ * failures matter. */
+int ftw_create_begin_group(ftw_coll_t *co, const char *name, MPI_Comm parent,
+                           MPI_Group group);
+int ftw_create_end(ftw_coll_t *co, int rc, MPI_Comm *newcomm, int agree,
+                   int collective);
+
+/* Survivor rank in co->native of comm rank r, or -1 if r was excluded. */
+static inline int ftw_coll_rank(const ftw_coll_t *co, int r)
+{
+    return r >= 0 && r < co->c->size ? co->c->surv_of[r] : -1;
+}
+
+/* ---- translated collectives (coll_x.c) ----------------------------------
+ * Each posts the nonblocking native collective on co->native for the
+ * surviving ranks and stores any memory it must keep in co->owned.  Ranks
+ * and buffer layouts are the user's (over co->c->size ranks).  Returns an
+ * MPI error code; FTW_ERR_PROC_FAIL_STOP if a root was excluded. */
+int ftw_xcoll_ibarrier(ftw_coll_t *co, MPI_Request *req);
+int ftw_xcoll_ibcast(ftw_coll_t *co, void *buf, int count, MPI_Datatype dt,
+                     int root, MPI_Request *req);
+int ftw_xcoll_ireduce(ftw_coll_t *co, const void *sbuf, void *rbuf,
+                      int count, MPI_Datatype dt, MPI_Op op, int root,
+                      MPI_Request *req);
+int ftw_xcoll_iallreduce(ftw_coll_t *co, const void *sbuf, void *rbuf,
+                         int count, MPI_Datatype dt, MPI_Op op,
+                         MPI_Request *req);
+int ftw_xcoll_iscan(ftw_coll_t *co, const void *sbuf, void *rbuf, int count,
+                    MPI_Datatype dt, MPI_Op op, MPI_Request *req);
+int ftw_xcoll_iexscan(ftw_coll_t *co, const void *sbuf, void *rbuf,
+                      int count, MPI_Datatype dt, MPI_Op op,
+                      MPI_Request *req);
+int ftw_xcoll_igather(ftw_coll_t *co, const void *sbuf, int scount,
+                      MPI_Datatype stype, void *rbuf, int rcount,
+                      MPI_Datatype rtype, int root, MPI_Request *req);
+int ftw_xcoll_igatherv(ftw_coll_t *co, const void *sbuf, int scount,
+                       MPI_Datatype stype, void *rbuf, const int rcounts[],
+                       const int displs[], MPI_Datatype rtype, int root,
+                       MPI_Request *req);
+int ftw_xcoll_iscatter(ftw_coll_t *co, const void *sbuf, int scount,
+                       MPI_Datatype stype, void *rbuf, int rcount,
+                       MPI_Datatype rtype, int root, MPI_Request *req);
+int ftw_xcoll_iscatterv(ftw_coll_t *co, const void *sbuf,
+                        const int scounts[], const int displs[],
+                        MPI_Datatype stype, void *rbuf, int rcount,
+                        MPI_Datatype rtype, int root, MPI_Request *req);
+int ftw_xcoll_iallgather(ftw_coll_t *co, const void *sbuf, int scount,
+                         MPI_Datatype stype, void *rbuf, int rcount,
+                         MPI_Datatype rtype, MPI_Request *req);
+int ftw_xcoll_iallgatherv(ftw_coll_t *co, const void *sbuf, int scount,
+                          MPI_Datatype stype, void *rbuf,
+                          const int rcounts[], const int displs[],
+                          MPI_Datatype rtype, MPI_Request *req);
+int ftw_xcoll_ialltoall(ftw_coll_t *co, const void *sbuf, int scount,
+                        MPI_Datatype stype, void *rbuf, int rcount,
+                        MPI_Datatype rtype, MPI_Request *req);
+int ftw_xcoll_ialltoallv(ftw_coll_t *co, const void *sbuf,
+                         const int scounts[], const int sdispls[],
+                         MPI_Datatype stype, void *rbuf, const int rcounts[],
+                         const int rdispls[], MPI_Datatype rtype,
+                         MPI_Request *req);
+int ftw_xcoll_ialltoallw(ftw_coll_t *co, const void *sbuf,
+                         const int scounts[], const int sdispls[],
+                         const MPI_Datatype stypes[], void *rbuf,
+                         const int rcounts[], const int rdispls[],
+                         const MPI_Datatype rtypes[], MPI_Request *req);
+int ftw_xcoll_ireduce_scatter(ftw_coll_t *co, const void *sbuf, void *rbuf,
+                              const int rcounts[], MPI_Datatype dt,
+                              MPI_Op op, MPI_Request *req);
+int ftw_xcoll_ireduce_scatter_block(ftw_coll_t *co, const void *sbuf,
+                                    void *rbuf, int rcount, MPI_Datatype dt,
+                                    MPI_Op op, MPI_Request *req);
+
+#endif

@@ -1,0 +1,269 @@
+/*
+ * FTW_Comm_validate and friends: agree on the failed processes of a
+ * communicator, then re-enable its collectives on the survivors.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftwrap.h"
+#include "ft/agree.h"
+#include "ft/coll.h"
+#include "ft/comm.h"
+#include "ft/ft.h"
+#include "ft/op.h"
+#include "util/log.h"
+#include "util/stats.h"
+
+#define TAG_SURVIVORS 30001
+
+/* Collectives of c run on the processes not in failed[] from now on. */
+static int validate_apply(ftw_comm_t *c, const uint8_t *failed)
+{
+    MPI_Group all, keep;
+    MPI_Comm coll;
+    int *excl = malloc(sizeof(int) * (size_t)c->size);
+    int *surv = malloc(sizeof(int) * (size_t)c->size);
+    int *surv_of = malloc(sizeof(int) * (size_t)c->size);
+    int nexcl = 0, nsurv = 0, rc;
+
+    if (!excl || !surv || !surv_of) {
+        rc = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    for (int r = 0; r < c->size; r++) {
+        surv_of[r] = failed[r] ? -1 : nsurv;
+        if (failed[r])
+            excl[nexcl++] = r;
+        else
+            surv[nsurv++] = r;
+    }
+    if (nexcl == 0 && c->coll_active) {
+        rc = MPI_SUCCESS;
+        goto out;
+    }
+    /* A fresh communicator also leaves behind whatever the collectives
+     * abandoned on the old one. */
+    PMPI_Comm_group(c->user, &all);
+    PMPI_Group_excl(all, nexcl, excl, &keep);
+    rc = PMPI_Comm_create_group(c->ctl, keep, TAG_SURVIVORS, &coll);
+    PMPI_Group_free(&keep);
+    PMPI_Group_free(&all);
+    if (rc != MPI_SUCCESS)
+        goto out;
+    PMPI_Comm_set_errhandler(coll, MPI_ERRORS_RETURN);
+    c->coll = coll;
+    c->nsurv = nsurv;
+    free(c->surv);
+    free(c->surv_of);
+    c->surv = surv;
+    c->surv_of = surv_of;
+    surv = surv_of = NULL;
+out:
+    free(excl);
+    free(surv);
+    free(surv_of);
+    return rc;
+}
+
+/* The decided failed ranks as a group of c's ranks. */
+static void failed_group_of(ftw_comm_t *c, const uint8_t *failed,
+                            MPI_Group *group)
+{
+    MPI_Group all;
+    int *ranks = malloc(sizeof(int) * (size_t)c->size);
+    int n = 0;
+
+    PMPI_Comm_group(c->user, &all);
+    for (int r = 0; ranks != NULL && r < c->size; r++)
+        if (failed[r])
+            ranks[n++] = r;
+    PMPI_Group_incl(all, n, ranks ? ranks : &n, group);
+    PMPI_Group_free(&all);
+    free(ranks);
+}
+
+/* After the agreement decided failed[]: switch collectives over. */
+static int validate_finish(ftw_comm_t *c, const uint8_t *failed,
+                           MPI_Group *failed_group)
+{
+    int rc = validate_apply(c, failed);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    c->coll_active = 1;
+    c->coll_gen++;
+    ftw_stat_add(FTW_STAT_VALIDATES, 1);
+    if (failed_group != NULL)
+        failed_group_of(c, failed, failed_group);
+    return MPI_SUCCESS;
+}
+
+static int validate_prepare(MPI_Comm comm, ftw_comm_t **c_p,
+                            uint8_t **failed_p)
+{
+    ftw_comm_t *c;
+
+    ftw_wrap_check();
+    c = ftw_comm_get(comm);
+    if (c == NULL)
+        return MPI_ERR_COMM;
+    if (c->ctl == MPI_COMM_NULL) {
+        ftw_error("FTW_Comm_validate: not possible on an "
+                  "intercommunicator or on one made by MPI_Comm_idup");
+        return MPI_ERR_COMM;
+    }
+    *failed_p = malloc((size_t)c->size + 1);
+    if (*failed_p == NULL)
+        return MPI_ERR_NO_MEM;
+    ftw_comm_refresh(c);
+    *c_p = c;
+    return MPI_SUCCESS;
+}
+
+FTW_EXPORT int FTW_Comm_validate(MPI_Comm comm, MPI_Group *failed_group)
+{
+    ftw_comm_t *c;
+    uint8_t *failed;
+    int rc, flag;
+
+    if (failed_group == NULL)
+        return MPI_ERR_ARG;
+    rc = validate_prepare(comm, &c, &failed);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = ftw_agree(c, NULL, 1, failed, &flag);
+    if (rc == MPI_SUCCESS)
+        rc = validate_finish(c, failed, failed_group);
+    free(failed);
+    return rc;
+}
+
+FTW_EXPORT int FTW_Comm_validate_multiple(int count, MPI_Comm comms[],
+                                          MPI_Group *failed_group)
+{
+    MPI_Group world, acc, g, gw;
+    int rc = MPI_SUCCESS;
+
+    if (count < 0 || failed_group == NULL || (count > 0 && comms == NULL))
+        return MPI_ERR_ARG;
+    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    acc = MPI_GROUP_EMPTY;
+    for (int i = 0; i < count && rc == MPI_SUCCESS; i++) {
+        rc = FTW_Comm_validate(comms[i], &g);
+        if (rc != MPI_SUCCESS)
+            break;
+        PMPI_Group_union(acc, g, &gw);
+        PMPI_Group_free(&g);
+        if (acc != MPI_GROUP_EMPTY)
+            PMPI_Group_free(&acc);
+        acc = gw;
+    }
+    PMPI_Group_free(&world);
+    if (rc != MPI_SUCCESS) {
+        if (acc != MPI_GROUP_EMPTY)
+            PMPI_Group_free(&acc);
+        return rc;
+    }
+    *failed_group = acc;
+    return MPI_SUCCESS;
+}
+
+/* ---- nonblocking validate: a generalized request ----------------------- */
+
+typedef struct pending {
+    struct pending *next;
+    ftw_comm_t *c;
+    ftw_agree_t *agree;
+    uint8_t *failed;
+    MPI_Group *failed_group;
+    MPI_Request greq;
+} pending_t;
+
+static pending_t *pending_list;
+
+static int greq_query(void *extra, MPI_Status *status)
+{
+    (void)extra;
+    PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_UNDEFINED;
+    status->MPI_TAG = MPI_UNDEFINED;
+    return MPI_SUCCESS;
+}
+
+static int greq_free(void *extra)
+{
+    (void)extra;
+    return MPI_SUCCESS;
+}
+
+static int greq_cancel(void *extra, int complete)
+{
+    (void)extra;
+    (void)complete;
+    return MPI_SUCCESS;
+}
+
+void ftw_validate_progress(void)
+{
+    pending_t **pp = &pending_list;
+
+    while (*pp != NULL) {
+        pending_t *v = *pp;
+
+        if (!ftw_agree_test(v->agree)) {
+            pp = &v->next;
+            continue;
+        }
+        *pp = v->next;
+        {
+            int flag;
+
+            ftw_agree_result(v->agree, v->failed, &flag);
+        }
+        ftw_agree_free(v->agree);
+        validate_finish(v->c, v->failed, v->failed_group);
+        PMPI_Grequest_complete(v->greq);
+        free(v->failed);
+        free(v);
+    }
+}
+
+FTW_EXPORT int FTW_Icomm_validate(MPI_Comm comm, MPI_Group *failed_group,
+                                  MPI_Request *request)
+{
+    pending_t *v;
+    ftw_comm_t *c;
+    uint8_t *failed;
+    int rc;
+
+    if (failed_group == NULL || request == NULL)
+        return MPI_ERR_ARG;
+    rc = validate_prepare(comm, &c, &failed);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    v = calloc(1, sizeof(*v));
+    if (v == NULL) {
+        free(failed);
+        return MPI_ERR_NO_MEM;
+    }
+    rc = ftw_agree_start(c, NULL, 1, &v->agree);
+    if (rc != MPI_SUCCESS) {
+        free(failed);
+        free(v);
+        return rc;
+    }
+    v->c = c;
+    v->failed = failed;
+    v->failed_group = failed_group;
+    PMPI_Grequest_start(greq_query, greq_free, greq_cancel, v, &v->greq);
+    *request = v->greq;
+    v->next = pending_list;
+    pending_list = v;
+    return MPI_SUCCESS;
+}
+
+int ftw_validate_pending(void)
+{
+    return pending_list != NULL;
+}
