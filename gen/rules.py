@@ -95,8 +95,9 @@ RULES = [
     (r"MPI_(Comm_free|Comm_disconnect)", "comm_free", {FREES_COMM}),
 
     # Error handling.
-    (r"MPI_(Comm_create_errhandler|Comm_set_errhandler|Comm_get_errhandler|"
-     r"Comm_call_errhandler|Errhandler_free)", "errhandler", set()),
+    (r"MPI_Comm_create_errhandler", "errhandler", {CORE}),
+    (r"MPI_(Comm_set_errhandler|Comm_get_errhandler|Comm_call_errhandler|"
+     r"Errhandler_free)", "errhandler", set()),
 
     # ULFM calls some MPIs declare; ftwrap passes them on for now.
     (r"MPIX_Comm_(revoke|shrink|agree|failure_ack|failure_get_acked)",

@@ -117,6 +117,37 @@ int FTW_Icomm_validate(MPI_Comm comm, MPI_Group *failed_group,
 int FTW_Comm_validate_multiple(int count, MPI_Comm comms[],
                                MPI_Group *failed_group);
 
+/*
+ * Failure handlers.
+ *
+ * FTW_Comm_set_failhandler(comm, errhandler) - collective: every process
+ * of comm registers the same kind of handler, so the handlers run in the
+ * same order everywhere (registration order).  errhandler comes from
+ * MPI_Comm_create_errhandler (else MPI_ERR_ARG); FTW_FAILHANDLER_NULL
+ * removes it.  ftwrap calls it as fn(&comm, &code) with code
+ * FTW_ERR_PROC_FAIL_STOP from inside whatever MPI call the process is in
+ * (including the wait loop of a blocking call) when it learns of new
+ * failures; never nested: failures learned during a handler call the
+ * handlers again afterwards.  Not inherited by new communicators.
+ * FTW_Comm_get_failhandler gives the registered one, or
+ * FTW_FAILHANDLER_NULL.
+ *
+ * FTW_Failhandler_set_mode, before the first handler is registered
+ * (MPI_ERR_OTHER after), selects FTW_FAILHANDLER_MODE_ALL (default: every
+ * handler for every new set of failures, no communication) or
+ * FTW_FAILHANDLER_MODE_SUBSET (only handlers of communicators that
+ * contain a newly failed process, after their members agree on the
+ * failures, so every member calls it for the same failures).
+ */
+#define FTW_FAILHANDLER_NULL MPI_ERRHANDLER_NULL
+#define FTW_FAILHANDLER_MODE_ALL 1
+#define FTW_FAILHANDLER_MODE_SUBSET 2
+
+int FTW_Comm_set_failhandler(MPI_Comm comm, MPI_Errhandler errhandler);
+int FTW_Comm_get_failhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
+int FTW_Failhandler_set_mode(int mode);
+int FTW_Failhandler_get_mode(int *mode);
+
 #ifdef __cplusplus
 }
 #endif

@@ -41,6 +41,13 @@ int ftw_error_class(int code, int *cls);
 /* Communicator release: after the native free. */
 void ftw_comm_released(MPI_Comm comm);
 
+/* Failure handlers (failhandler.c). */
+void ftw_failhandlers_run(void);
+void ftw_failhandler_forget(MPI_Comm comm);
+void ftw_errhandler_note(MPI_Errhandler eh, MPI_Comm_errhandler_function *fn);
+int ftw_comm_create_errhandler(MPI_Comm_errhandler_function *fn,
+                               MPI_Errhandler *eh);
+
 /* Nonblocking validates in progress (validate.c). */
 void ftw_validate_progress(void);
 int ftw_validate_pending(void);

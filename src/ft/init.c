@@ -108,10 +108,12 @@ void ftw_failure_catch_up(void)
         ftw_stat_add(FTW_STAT_FAILURES_SEEN, 1);
     }
     ftw_seen_epoch = epoch;
+    ftw_failhandlers_run();
 }
 
 void ftw_comm_released(MPI_Comm comm)
 {
+    ftw_failhandler_forget(comm);
     ftw_comm_untrack(comm);
 }
 

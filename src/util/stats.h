@@ -18,7 +18,8 @@
     _(RECV_CANCELLED, "recv_cancelled", "receives cancelled on failure") \
     _(GRAVEYARD,      "graveyard",      "native requests abandoned")     \
     _(ANY_DISABLED,   "any_source_disabled", "wildcard receives refused") \
-    _(VALIDATES,      "validates",      "FTW_Comm_validate completed")
+    _(VALIDATES,      "validates",      "FTW_Comm_validate completed")  \
+    _(HANDLERS_RUN,   "failhandlers_run", "failure handler calls")
 
 typedef enum {
 #define FTW_STAT_ENUM_(id, key, help) FTW_STAT_##id,

@@ -1,0 +1,241 @@
+/*
+ * Failure handlers: an error handler (made by MPI_Comm_create_errhandler)
+ * that ftwrap calls, from inside whatever MPI call the process is in, when
+ * it learns of new failures.  Handlers run in the order they were
+ * registered (the same on every process), never nested; failures learned
+ * while a handler runs call the handlers again afterwards.
+ *
+ * FTW_FAILHANDLER_MODE_ALL calls every handler for every new set of
+ * failures, without communication.  FTW_FAILHANDLER_MODE_SUBSET calls
+ * only the handlers of communicators that contain a newly failed process,
+ * after the members have agreed on the failed set (ftw_agree).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <uthash.h>
+
+#include "ftwrap.h"
+#include "ft/agree.h"
+#include "ft/comm.h"
+#include "ft/ft.h"
+#include "util/compiler.h"
+#include "util/log.h"
+#include "util/stats.h"
+
+/* Functions of the error handlers the application created. */
+typedef struct {
+    MPI_Errhandler key;
+    MPI_Comm_errhandler_function *fn;
+    UT_hash_handle hh;
+} eh_entry_t;
+
+typedef struct {
+    MPI_Comm comm;
+    MPI_Errhandler eh;
+    MPI_Comm_errhandler_function *fn;
+    int nfailed;            /* the communicator's failures handled */
+} handler_t;
+
+static eh_entry_t *eh_table;
+static pthread_mutex_t fh_lock = PTHREAD_MUTEX_INITIALIZER;
+static handler_t *handlers;         /* in registration order */
+static int nhandlers, cap_handlers;
+static int fh_mode = FTW_FAILHANDLER_MODE_ALL;
+static int fh_mode_frozen;          /* a handler was registered */
+static uint32_t handled_epoch;
+static FTW_TLS int in_handler;
+
+void ftw_errhandler_note(MPI_Errhandler eh, MPI_Comm_errhandler_function *fn)
+{
+    eh_entry_t *e = malloc(sizeof(*e)), *old;
+
+    if (e == NULL)
+        return;
+    e->key = eh;
+    e->fn = fn;
+    pthread_mutex_lock(&fh_lock);
+    HASH_FIND(hh, eh_table, &eh, sizeof(eh), old);
+    if (old != NULL) {
+        HASH_DEL(eh_table, old);
+        free(old);
+    }
+    HASH_ADD(hh, eh_table, key, sizeof(e->key), e);
+    pthread_mutex_unlock(&fh_lock);
+}
+
+static MPI_Comm_errhandler_function *eh_function(MPI_Errhandler eh)
+{
+    eh_entry_t *e;
+
+    pthread_mutex_lock(&fh_lock);
+    HASH_FIND(hh, eh_table, &eh, sizeof(eh), e);
+    pthread_mutex_unlock(&fh_lock);
+    return e ? e->fn : NULL;
+}
+
+int ftw_comm_create_errhandler(MPI_Comm_errhandler_function *fn,
+                               MPI_Errhandler *eh)
+{
+    int rc;
+
+    ftw_wrap_check();
+    rc = PMPI_Comm_create_errhandler(fn, eh);
+    if (rc == MPI_SUCCESS)
+        ftw_errhandler_note(*eh, fn);
+    return rc;
+}
+
+static int handler_index(MPI_Comm comm)
+{
+    for (int i = 0; i < nhandlers; i++)
+        if (handlers[i].comm == comm)
+            return i;
+    return -1;
+}
+
+static void handler_remove(int i)
+{
+    for (; i + 1 < nhandlers; i++)
+        handlers[i] = handlers[i + 1];
+    nhandlers--;
+}
+
+void ftw_failhandler_forget(MPI_Comm comm)
+{
+    int i = handler_index(comm);
+
+    if (i >= 0)
+        handler_remove(i);
+}
+
+static int handler_add(MPI_Comm comm, MPI_Errhandler eh,
+                       MPI_Comm_errhandler_function *fn, ftw_comm_t *c)
+{
+    if (nhandlers == cap_handlers) {
+        int cap = cap_handlers ? 2 * cap_handlers : 8;
+        handler_t *h = realloc(handlers, sizeof(*h) * (size_t)cap);
+
+        if (h == NULL)
+            return MPI_ERR_NO_MEM;
+        handlers = h;
+        cap_handlers = cap;
+    }
+    ftw_comm_refresh(c);
+    handlers[nhandlers].comm = comm;
+    handlers[nhandlers].eh = eh;
+    handlers[nhandlers].fn = fn;
+    handlers[nhandlers++].nfailed = c->nfailed;
+    return MPI_SUCCESS;
+}
+
+FTW_EXPORT int FTW_Comm_set_failhandler(MPI_Comm comm,
+                                        MPI_Errhandler errhandler)
+{
+    MPI_Comm_errhandler_function *fn = NULL;
+    ftw_comm_t *c;
+    int i;
+
+    ftw_wrap_check();
+    c = ftw_comm_get(comm);
+    if (c == NULL)
+        return MPI_ERR_COMM;
+    if (errhandler != FTW_FAILHANDLER_NULL) {
+        fn = eh_function(errhandler);
+        if (fn == NULL) {
+            ftw_error("FTW_Comm_set_failhandler: the error handler was not "
+                      "made by MPI_Comm_create_errhandler");
+            return MPI_ERR_ARG;
+        }
+    }
+    i = handler_index(comm);
+    if (i >= 0)
+        handler_remove(i);
+    if (fn == NULL)
+        return MPI_SUCCESS;
+    fh_mode_frozen = 1;
+    return handler_add(comm, errhandler, fn, c);
+}
+
+FTW_EXPORT int FTW_Comm_get_failhandler(MPI_Comm comm,
+                                        MPI_Errhandler *errhandler)
+{
+    int i;
+
+    if (errhandler == NULL)
+        return MPI_ERR_ARG;
+    if (ftw_comm_get(comm) == NULL)
+        return MPI_ERR_COMM;
+    i = handler_index(comm);
+    *errhandler = i >= 0 ? handlers[i].eh : FTW_FAILHANDLER_NULL;
+    return MPI_SUCCESS;
+}
+
+FTW_EXPORT int FTW_Failhandler_set_mode(int mode)
+{
+    if (mode != FTW_FAILHANDLER_MODE_ALL &&
+        mode != FTW_FAILHANDLER_MODE_SUBSET)
+        return MPI_ERR_ARG;
+    if (fh_mode_frozen && mode != fh_mode) {
+        ftw_error("FTW_Failhandler_set_mode: the mode is set before the "
+                  "first failure handler is registered");
+        return MPI_ERR_OTHER;
+    }
+    fh_mode = mode;
+    return MPI_SUCCESS;
+}
+
+FTW_EXPORT int FTW_Failhandler_get_mode(int *mode)
+{
+    if (mode == NULL)
+        return MPI_ERR_ARG;
+    *mode = fh_mode;
+    return MPI_SUCCESS;
+}
+
+/* Call handler i if its communicator is concerned by the new failures. */
+static void handler_call(int i)
+{
+    handler_t h = handlers[i];
+    ftw_comm_t *c = ftw_comm_get(h.comm);
+    int code = FTW_ERR_PROC_FAIL_STOP;
+
+    if (c == NULL)
+        return;
+    ftw_comm_refresh(c);
+    if (fh_mode == FTW_FAILHANDLER_MODE_SUBSET) {
+        uint8_t *failed;
+        int flag;
+
+        if (c->nfailed == h.nfailed)
+            return;
+        failed = malloc((size_t)c->size + 1);
+        if (failed == NULL || ftw_agree(c, NULL, 1, failed, &flag) !=
+                                  MPI_SUCCESS) {
+            free(failed);
+            return;
+        }
+        free(failed);
+    }
+    handlers[i].nfailed = c->nfailed;
+    ftw_stat_add(FTW_STAT_HANDLERS_RUN, 1);
+    h.fn(&h.comm, &code);
+}
+
+void ftw_failhandlers_run(void)
+{
+    if (nhandlers == 0 || in_handler)
+        return;
+    in_handler = 1;
+    for (;;) {
+        uint32_t e = atomic_load_explicit(&ftw_fail_epoch,
+                                          memory_order_acquire);
+
+        if (e == handled_epoch)
+            break;
+        handled_epoch = e;
+        /* A handler may register or remove handlers: walk by index. */
+        for (int i = 0; i < nhandlers; i++)
+            handler_call(i);
+    }
+    in_handler = 0;
+}
