@@ -44,8 +44,8 @@ RULES = [
     (r"MPI_Finalize", "finalize", {BLOCKS, COLLECTIVE}),
     (r"MPI_Finalized", "local", {CORE}),
     (r"MPI_Error_class", "local", {CORE}),
-    (r"MPI_(Initialized|Query_thread|Is_thread_main|Abort)",
-     "local", set()),
+    (r"MPI_Abort", "local", {CORE}),
+    (r"MPI_(Initialized|Query_thread|Is_thread_main)", "local", set()),
 
     # Point-to-point.
     (r"MPI_(Send|Ssend|Rsend|Bsend)" + _LC, "send", {BLOCKS}),

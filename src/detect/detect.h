@@ -52,6 +52,12 @@ int ftw_detect_is_failed(int world_rank);
 /* World rank of the i-th failure published, i < ftw_fail_epoch. */
 int ftw_detect_failure(uint32_t i);
 
+/* Tell every other process of the job to exit now with status (1..255):
+ * what MPI_Abort means, carried out even where the launcher was told to
+ * keep survivors alive.  Called by the aborting process before it aborts
+ * itself. */
+void ftw_detect_abort_job(int status);
+
 /* Number of processes in MPI_COMM_WORLD. */
 int ftw_detect_world_size(void);
 

@@ -31,13 +31,13 @@
 #define FTW_DET_EXIT_DECLARED 75
 #define FTW_DET_RCVBUF (1 << 20)
 
-enum { MSG_HB = 1, MSG_FAIL = 2, MSG_BYE = 3 };
+enum { MSG_HB = 1, MSG_FAIL = 2, MSG_BYE = 3, MSG_ABORT = 4 };
 
 typedef struct {
     uint64_t cookie;        /* big endian on the wire, as the ints */
     uint32_t type;
     int32_t sender;
-    int32_t failed;         /* MSG_FAIL */
+    int32_t failed;         /* MSG_FAIL; MSG_ABORT: the exit status */
     uint32_t pad;
 } ftw_det_msg_t;
 
@@ -214,7 +214,20 @@ static void msg_handle(const ftw_det_msg_t *m)
     case MSG_BYE:
         ftw_det_depart(sender);
         break;
+    case MSG_ABORT:
+        ftw_error("rank %d aborted the job; exiting with status %d", sender,
+                  failed);
+        _exit(failed);
     }
+}
+
+void ftw_detect_abort_job(int status)
+{
+    if (ftw_det.sock < 0 || ftw_det.dest == NULL)
+        return;
+    for (int round = 0; round < 2; round++)
+        for (int r = 0; r < ftw_det.size; r++)
+            msg_send(r, MSG_ABORT, status);
 }
 
 /* Read and handle every pending datagram. */

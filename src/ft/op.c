@@ -78,6 +78,17 @@ static int is_fatal(MPI_Errhandler eh)
     return eh == MPI_ERRORS_ARE_FATAL;
 }
 
+int ftw_abort_status(int code)
+{
+    return (code & 0xff) ? (code & 0xff) : 1;
+}
+
+int ftw_abort(MPI_Comm comm, int errorcode)
+{
+    ftw_detect_abort_job(ftw_abort_status(errorcode));
+    return PMPI_Abort(comm, errorcode);
+}
+
 int ftw_raise(MPI_Comm comm, int code, const char *name, int peer)
 {
     MPI_Errhandler eh;
@@ -102,6 +113,7 @@ int ftw_raise(MPI_Comm comm, int code, const char *name, int peer)
         else
             ftw_error("%s: %s; the error handler is MPI_ERRORS_ARE_FATAL, "
                       "aborting", name, text);
+        ftw_detect_abort_job(ftw_abort_status(code));
     } else if (!is_predefined(eh)) {
         ftw_stat_add(FTW_STAT_ERRHANDLER_CALLS, 1);
     }
