@@ -49,7 +49,7 @@ int ftw_comm_create_errhandler(MPI_Comm_errhandler_function *fn,
                                MPI_Errhandler *eh);
 
 /* Nonblocking validates in progress (validate.c). */
+extern int ftw_validates_pending;
 void ftw_validate_progress(void);
-int ftw_validate_pending(void);
 
 #endif

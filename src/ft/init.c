@@ -69,7 +69,9 @@ int ftw_init_after(int rc)
     if (ftw_inject_init(world_rank) != FTW_OK)
         ftw_fatal("FTW_INJECT='%s' is not valid", ftw_cfg.inject);
     if (ftw_detect_init() != FTW_OK)
-        ftw_fatal("the failure detector could not start");
+        ftw_error("the failure detector could not start: failures of "
+                  "other processes will not be noticed (see the messages "
+                  "above)");
 
     ftw_comm_track(MPI_COMM_WORLD, 1);
     ftw_comm_track(MPI_COMM_SELF, 1);

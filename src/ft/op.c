@@ -168,13 +168,45 @@ int ftw_op_refused(ftw_op_t *op, MPI_Status *status)
     return 1;
 }
 
+/* Datatype sizes: the last one asked, per thread; MPI_Type_free bumps
+ * the generation, since a freed handle may come back as another type. */
+_Atomic unsigned ftw_type_gen;
+static FTW_TLS MPI_Datatype size_dt;
+static FTW_TLS MPI_Count size_val;
+static FTW_TLS unsigned size_gen;
+static FTW_TLS int size_valid;
+
+static int type_size(MPI_Datatype dt, MPI_Count *size_p)
+{
+    unsigned gen = atomic_load_explicit(&ftw_type_gen, memory_order_relaxed);
+
+    if (ftw_likely(size_valid && size_dt == dt && size_gen == gen)) {
+        *size_p = size_val;
+        return MPI_SUCCESS;
+    }
+    if (PMPI_Type_size_x(dt, size_p) != MPI_SUCCESS)
+        return MPI_ERR_TYPE;
+    size_dt = dt;
+    size_val = *size_p;
+    size_gen = gen;
+    size_valid = 1;
+    return MPI_SUCCESS;
+}
+
+int ftw_type_free(MPI_Datatype *dt)
+{
+    atomic_fetch_add_explicit(&ftw_type_gen, 1, memory_order_relaxed);
+    ftw_wrap_check();
+    return PMPI_Type_free(dt);
+}
+
 int ftw_op_direct(ftw_op_t *op, MPI_Count count, MPI_Datatype dt)
 {
     MPI_Count size;
 
     if (op->info.peer == MPI_PROC_NULL)
         return 1;
-    if (PMPI_Type_size_x(dt, &size) != MPI_SUCCESS)
+    if (type_size(dt, &size) != MPI_SUCCESS)
         return 1;   /* let the MPI report the bad datatype */
     return count * size <= (MPI_Count)ftw_cfg.eager_max;
 }
@@ -202,7 +234,7 @@ int ftw_poll_changed(ftw_poll_t *p)
 void ftw_poll_idle(ftw_poll_t *p)
 {
     p->spins++;
-    if (ftw_unlikely(ftw_validate_pending()))
+    if (ftw_unlikely(ftw_validates_pending))
         ftw_validate_progress();
     if ((p->spins & 63) == 0)
         ftw_grave_progress();
@@ -373,7 +405,8 @@ int ftw_op_wait(ftw_op_t *op, int rc, MPI_Status *status)
     } else {
         rc = wait_one(&op->info, &op->req, status);
     }
-    free(op->tmp);
+    if (op->tmp != NULL)
+        free(op->tmp);
     if (rc == MPI_SUCCESS && op->info.peer == MPI_PROC_NULL &&
         status != MPI_STATUS_IGNORE) {
         /* What a blocking receive from MPI_PROC_NULL reports (MPICH 4.0's

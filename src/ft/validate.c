@@ -180,6 +180,7 @@ typedef struct pending {
 } pending_t;
 
 static pending_t *pending_list;
+int ftw_validates_pending;          /* entries in pending_list */
 
 static int greq_query(void *extra, MPI_Status *status)
 {
@@ -216,6 +217,7 @@ void ftw_validate_progress(void)
             continue;
         }
         *pp = v->next;
+        ftw_validates_pending--;
         {
             int flag;
 
@@ -260,10 +262,6 @@ FTW_EXPORT int FTW_Icomm_validate(MPI_Comm comm, MPI_Group *failed_group,
     *request = v->greq;
     v->next = pending_list;
     pending_list = v;
+    ftw_validates_pending++;
     return MPI_SUCCESS;
-}
-
-int ftw_validate_pending(void)
-{
-    return pending_list != NULL;
 }
