@@ -5,9 +5,10 @@
  * so no process leaves while another still talks to it; then the detector
  * stops declaring failures (processes leaving now are not failures).
  * Without failures the native MPI_Finalize runs.  After failures: Open
- * MPI's finalize usually returns but sometimes hangs, so it runs under a
- * watchdog; MPICH's always hangs, so ftwrap tears down locally and lets
- * the process exit with the status the program gives.
+ * MPI's finalize usually returns but sometimes hangs; MPICH's always
+ * hangs, so ftwrap tears down locally and lets the process exit with the
+ * status the program gives.  The native finalize always runs under a
+ * watchdog, since a process may also die after the barrier.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -38,92 +39,131 @@ static int lowest_live(void)
     return -1;
 }
 
-/* Receive one empty message from src on ctl; 0 on success, -1 if src
- * failed first. */
-static int recv_token(MPI_Comm ctl, int src, int tag)
+static int failures_known(void)
+{
+    return atomic_load(&ftw_fail_epoch) != 0;
+}
+
+/* Receive one int from src on ctl; 0 on success, -1 if src failed
+ * first. */
+static int recv_flag(MPI_Comm ctl, int src, int tag, int *flag)
 {
     ftw_reqinfo_t info = { .comm = ctl, .peer = src, .peer2 = FTW_NO_PEER,
                            .kind = FTW_OP_RECV };
     MPI_Request req;
-    char b;
 
-    PMPI_Irecv(&b, 0, MPI_BYTE, src, tag, ctl, &req);
+    PMPI_Irecv(flag, 1, MPI_INT, src, tag, ctl, &req);
     return ftw_req_wait(&info, &req, MPI_STATUS_IGNORE, 1) == MPI_SUCCESS
                ? 0 : -1;
 }
 
 /* The coordinator (the lowest live rank) collects an arrival from every
  * live process and releases them all; if the coordinator fails, the next
- * lowest takes over and everyone arrives again there. */
-static void survivor_barrier(MPI_Comm ctl, int me)
+ * lowest takes over and everyone arrives again there.  Each arrival says
+ * whether its sender knows of a failure, and the release passes the OR
+ * on: every survivor leaves knowing whether anyone saw a failure, even if
+ * its own detector has not caught up yet.  Returns that OR. */
+static int survivor_barrier(MPI_Comm ctl, int me)
 {
     int n = ftw_detect_world_size();
-    char b = 0;
 
     for (;;) {
         int coord = lowest_live();
+        int any = failures_known(), flag = 0;
 
         if (coord == me) {
             for (int r = 0; r < n; r++)
                 if (r != me && !ftw_detect_is_failed(r))
-                    recv_token(ctl, r, TAG_ARRIVE);
+                    any |= recv_flag(ctl, r, TAG_ARRIVE, &flag) != 0 || flag;
+            any |= failures_known();
             for (int r = 0; r < n; r++)
                 if (r != me && !ftw_detect_is_failed(r))
-                    PMPI_Send(&b, 0, MPI_BYTE, r, TAG_RELEASE, ctl);
-            return;
+                    PMPI_Send(&any, 1, MPI_INT, r, TAG_RELEASE, ctl);
+            return any;
         }
-        PMPI_Send(&b, 0, MPI_BYTE, coord, TAG_ARRIVE, ctl);
-        if (recv_token(ctl, coord, TAG_RELEASE) == 0)
-            return;
+        PMPI_Send(&any, 1, MPI_INT, coord, TAG_ARRIVE, ctl);
+        if (recv_flag(ctl, coord, TAG_RELEASE, &flag) == 0)
+            return flag || failures_known();
     }
 }
 
-#if !defined(MPICH)
+/* The native finalize may hang on a process that died after the barrier:
+ * a watchdog ends the process if it takes longer than FTW_FINALIZE_TIMEOUT
+ * and is called off as soon as it returns. */
+static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wd_cond = PTHREAD_COND_INITIALIZER;
+static int wd_done;
+
 static void *watchdog(void *arg)
 {
-    struct timespec ts;
     double t = *(double *)arg;
+    struct timespec ts;
+    int done;
 
-    ts.tv_sec = (time_t)t;
-    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-    nanosleep(&ts, NULL);
-    ftw_warn("MPI_Finalize did not return within %g s after process "
-             "failures; ending the process with status 0", t);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)t;
+    ts.tv_nsec += (long)((t - (double)(time_t)t) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&wd_lock);
+    while (!wd_done &&
+           pthread_cond_timedwait(&wd_cond, &wd_lock, &ts) == 0)
+        ;
+    done = wd_done;
+    pthread_mutex_unlock(&wd_lock);
+    if (done)
+        return NULL;
+    ftw_warn("MPI_Finalize did not return within %g s (a process failed "
+             "during it); ending the process with status 0", t);
     fflush(NULL);
     _exit(0);
     return NULL;
 }
-#endif
+
+static int finalize_watched(void)
+{
+    static double limit;
+    pthread_t tid;
+    int started, rc;
+
+    limit = ftw_cfg.finalize_timeout;
+    started = pthread_create(&tid, NULL, watchdog, &limit) == 0;
+    rc = PMPI_Finalize();
+    if (started) {
+        pthread_mutex_lock(&wd_lock);
+        wd_done = 1;
+        pthread_cond_signal(&wd_cond);
+        pthread_mutex_unlock(&wd_lock);
+        pthread_join(tid, NULL);
+    }
+    return rc;
+}
 
 int ftw_finalize_run(MPI_Comm ctl, int me)
 {
-    int failures;
+    int failures = failures_known();
 
     ftw_inject(FTW_INJECT_FINALIZE);
     ftw_wrap_check();
     if (ctl != MPI_COMM_NULL)
-        survivor_barrier(ctl, me);
+        failures = survivor_barrier(ctl, me);
     ftw_detect_quiesce();
-    failures = atomic_load(&ftw_fail_epoch) != 0;
-    if (!failures)
-        return PMPI_Finalize();
 #if defined(MPICH)
-    ftw_info("process failures seen: MPI_Finalize ends locally (MPICH's "
-             "own finalize would wait for the failed processes)");
-    finalized_locally = 1;
-    fflush(NULL);
-    return MPI_SUCCESS;
-#else
-    {
-        static double limit;
-        pthread_t tid;
-
-        limit = ftw_cfg.finalize_timeout;
-        if (pthread_create(&tid, NULL, watchdog, &limit) == 0)
-            pthread_detach(tid);
-        return PMPI_Finalize();
+    if (failures) {
+        ftw_info("process failures seen: MPI_Finalize ends locally "
+                 "(MPICH's own finalize would wait for the failed "
+                 "processes)");
+        finalized_locally = 1;
+        fflush(NULL);
+        return MPI_SUCCESS;
     }
+#else
+    (void)failures;     /* Open MPI's finalize returns after failures,
+                         * mostly: the watchdog covers the rest */
 #endif
+    return finalize_watched();
 }
 
 int ftw_finalized(int *flag)

@@ -1,0 +1,268 @@
+/* ftw-test: np=4 mode=ftwrap timeout=20 expect-failed=3 fate=3:signal:KILL */
+/*
+ * fail_finalize_during - a process dies while the others are inside
+ * MPI_Finalize.
+ *
+ * Ranks 0-2 exchange checksummed messages for 0.3 s while rank 3 waits
+ * for a go from rank 0; ranks 1 and 2 send their verdicts to rank 0,
+ * which prints them as TAP and sends rank 3 the go.  All three
+ * survivors then call MPI_Finalize, which must wait for rank 3 (it is
+ * alive and has not called it); rank 3 sleeps 300 ms and SIGKILLs itself,
+ * and MPI_Finalize must then return MPI_SUCCESS, within 5 s of the kill,
+ * with MPI_Finalized then saying 1.  Rank 0 prints the TAP line about it,
+ * and the plan, after MPI_Finalize (so the plan is missing if the process
+ * is ended inside it), and every survivor exits 0 only if the above held.  The runner
+ * checks that ranks 0-2 exited 0, rank 3 died by SIGKILL, and that nothing
+ * hung or was left behind.
+ */
+#include <mpi.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftwrap.h"
+#include "tap.h"
+
+#define NP 4
+#define VICTIM 3
+#define NSURV 3
+#define BOUND 5.0            /* seconds a call may take after the kill */
+#define KILL_DELAY_US 300000 /* victim: from rank 0's go to its death */
+#define KILL_DELAY 0.3
+#define RING_SECONDS 0.3
+
+#define TAG_GO 10
+#define TAG_CTRL 12
+#define TAG_RING 13
+#define TAG_RESULT 14
+
+/* ---- checks, reported to rank 0 ---------------------------------------- */
+
+#define MAXCHK 40
+typedef struct {
+    int ok;
+    char what[124];
+} chk_t;
+
+static chk_t chks[MAXCHK];
+static int nchk, nchk_failed;
+static int rank;
+
+static int chk(int cond, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!cond)
+        nchk_failed++;
+    if (nchk == MAXCHK)
+        return cond;
+    chks[nchk].ok = !!cond;
+    va_start(ap, fmt);
+    vsnprintf(chks[nchk].what, sizeof chks[nchk].what, fmt, ap);
+    va_end(ap);
+    if (!cond)
+        tap_diag("FAILED: %s", chks[nchk].what);
+    nchk++;
+    return !!cond;
+}
+
+static int class_of(int code)
+{
+    int cls = -1;
+
+    if (MPI_Error_class(code, &cls) != MPI_SUCCESS)
+        return -1;
+    return cls;
+}
+
+static const char *class_name(int cls)
+{
+    static char buf[32];
+
+    switch (cls) {
+    case MPI_SUCCESS: return "MPI_SUCCESS";
+    case MPI_ERR_IN_STATUS: return "MPI_ERR_IN_STATUS";
+    case MPI_ERR_PENDING: return "MPI_ERR_PENDING";
+    case FTW_ERR_PROC_FAIL_STOP: return "FTW_ERR_PROC_FAIL_STOP";
+    case FTW_ERR_ANY_SOURCE_DISABLED: return "FTW_ERR_ANY_SOURCE_DISABLED";
+    case FTW_ERR_DRAINED: return "FTW_ERR_DRAINED";
+    case FTW_ERR_BUFFER_UNUSABLE: return "FTW_ERR_BUFFER_UNUSABLE";
+    case FTW_ERR_INTERRUPTED: return "FTW_ERR_INTERRUPTED";
+    }
+    snprintf(buf, sizeof buf, "class %d", cls);
+    return buf;
+}
+
+/* rc must be an error of class want. */
+static inline int chk_class(int rc, int want, const char *what)
+{
+    int cls = rc == MPI_SUCCESS ? MPI_SUCCESS : class_of(rc);
+
+    return chk(rc != MPI_SUCCESS && cls == want, "%s: %s (got %s)", what,
+               class_name(want), class_name(cls));
+}
+
+static inline int chk_time(double t, const char *what)
+{
+    return chk(t < BOUND, "%s: returned in %.3f s (bound %.0f s)", what, t,
+               BOUND);
+}
+
+/* Set when rank 0 prints more TAP lines, and the plan, after report(). */
+static int plan_later;
+
+/* Ranks 1..NSURV-1 send their checks to rank 0, which prints them all. */
+static void report(void)
+{
+    if (rank != 0) {
+        if (MPI_Send(&nchk, 1, MPI_INT, 0, TAG_RESULT, MPI_COMM_WORLD) ||
+            MPI_Send(chks, nchk * (int)sizeof(chk_t), MPI_BYTE, 0, TAG_RESULT,
+                     MPI_COMM_WORLD))
+            tap_diag("cannot send my verdicts to rank 0");
+        return;
+    }
+    for (int i = 0; i < nchk; i++)
+        tap_ok_local(chks[i].ok, "rank 0: %s", chks[i].what);
+    for (int r = 1; r < NSURV; r++) {
+        chk_t theirs[MAXCHK];
+        int n = 0, rc;
+
+        rc = MPI_Recv(&n, 1, MPI_INT, r, TAG_RESULT, MPI_COMM_WORLD,
+                      MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS && (n < 0 || n > MAXCHK))
+            rc = MPI_ERR_COUNT;
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Recv(theirs, n * (int)sizeof(chk_t), MPI_BYTE, r,
+                          TAG_RESULT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (!tap_ok_local(rc == MPI_SUCCESS && n > 0,
+                          "rank %d reported %d verdicts", r, n))
+            continue;
+        for (int i = 0; i < n; i++) {
+            theirs[i].what[sizeof theirs[i].what - 1] = '\0';
+            tap_ok_local(theirs[i].ok, "rank %d: %s", r, theirs[i].what);
+        }
+    }
+    if (!plan_later)
+        tap_plan(tap_count_);
+}
+
+/* ---- the survivors' ring ------------------------------------------------ */
+
+static uint64_t seed_of(long iter, int src, int size)
+{
+    return ((uint64_t)iter << 32) ^ ((uint64_t)src << 24) ^ (uint64_t)size;
+}
+
+/* Ranks 0..NSURV-1 pass checksummed messages around on comm; rank 0
+ * decides when to stop.  Records one check. */
+static void ring(MPI_Comm comm)
+{
+    static const int sizes[] = {64, 1 << 20};
+    int right = (rank + 1) % NSURV, left = (rank + NSURV - 1) % NSURV;
+    char *sbuf = malloc(1 << 20), *rbuf = malloc(1 << 20);
+    double t0 = MPI_Wtime();
+    int ok = sbuf && rbuf;
+    long iter;
+
+    for (iter = 0; ok; iter++) {
+        int go = 0, sz = sizes[iter % 2], n = -1, rc;
+        MPI_Status st;
+
+        if (rank == 0) {
+            go = MPI_Wtime() - t0 < RING_SECONDS;
+            for (int r = 1; r < NSURV; r++)
+                if (MPI_Send(&go, 1, MPI_INT, r, TAG_CTRL, comm))
+                    ok = 0;
+        } else if (MPI_Recv(&go, 1, MPI_INT, 0, TAG_CTRL, comm,
+                            MPI_STATUS_IGNORE)) {
+            ok = 0;
+        }
+        if (!ok || !go)
+            break;
+        tap_fill(sbuf, sz, seed_of(iter, rank, sz));
+        memset(rbuf, 0, sz);
+        rc = MPI_Sendrecv(sbuf, sz, MPI_BYTE, right, TAG_RING, rbuf, sz,
+                          MPI_BYTE, left, TAG_RING, comm, &st);
+        if (rc != MPI_SUCCESS) {
+            tap_diag("ring round %ld: MPI_Sendrecv: %s", iter,
+                     class_name(class_of(rc)));
+            ok = 0;
+            break;
+        }
+        MPI_Get_count(&st, MPI_BYTE, &n);
+        if (n != sz || !tap_check(rbuf, sz, seed_of(iter, left, sz))) {
+            tap_diag("ring round %ld: bad message from rank %d (%d bytes)",
+                     iter, left, n);
+            ok = 0;
+        }
+    }
+    free(sbuf);
+    free(rbuf);
+    chk(ok && iter > 0, "survivors' ring: %ld rounds of 64 B / 1 MiB intact",
+        iter);
+}
+/* ---- the test ------------------------------------------------------------ */
+
+int main(int argc, char **argv)
+{
+    int size, rc, ok, flag = 0, go = 1;
+    double t0, t;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != NP) {
+        if (rank == 0)
+            printf("1..0 # SKIP needs %d ranks\n", NP);
+        MPI_Finalize();
+        return 0;
+    }
+    if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS)
+        tap_diag("barrier failed");
+    if (rank == VICTIM) {
+        rc = MPI_Recv(&go, 1, MPI_INT, 0, TAG_GO, MPI_COMM_WORLD,
+                      MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS)
+            tap_diag("go from rank 0: %s", class_name(class_of(rc)));
+        fflush(stdout);
+        fflush(stderr);
+        usleep(KILL_DELAY_US);
+        raise(SIGKILL);
+        _exit(99); /* not reached */
+    }
+
+    ring(MPI_COMM_WORLD);
+    plan_later = 1; /* after the line on MPI_Finalize */
+    report();
+    fflush(stdout);
+    if (rank == 0) {
+        rc = MPI_Send(&go, 1, MPI_INT, VICTIM, TAG_GO, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS)
+            tap_diag("go to rank 3: %s", class_name(class_of(rc)));
+    }
+
+    /* The verdict on MPI_Finalize: rank 0's last TAP line and the plan
+     * (missing if the process ends inside MPI_Finalize), and every
+     * survivor's exit status. */
+    t0 = MPI_Wtime();
+    rc = MPI_Finalize();
+    t = MPI_Wtime() - t0;
+    MPI_Finalized(&flag);
+    ok = rc == MPI_SUCCESS && t < KILL_DELAY + BOUND && flag;
+    if (rank == 0) {
+        tap_ok_local(ok, "rank 0: MPI_Finalize returned %d in %.3f s, "
+                     "MPI_Finalized %d", rc, t, flag);
+        tap_plan(tap_count_);
+    }
+    fflush(stdout);
+    if (!ok) {
+        fprintf(stderr, "# [rank %d] MPI_Finalize: returned %d in %.3f s, "
+                "MPI_Finalized %d\n", rank, rc, t, flag);
+        return 1;
+    }
+    return tap_status() || nchk_failed;
+}
