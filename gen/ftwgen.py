@@ -450,26 +450,38 @@ def refused(status, extra=""):
             "        return op.rc;\n    }\n" % (status, extra))
 
 
+def xlate(names, comm, peer=None, peer2=None):
+    """Arguments for a native call: the communicator point-to-point
+    traffic runs on (op.native) and the peers' ranks in it."""
+    sub = {comm: "op.native"}
+    if peer:
+        sub[peer] = "op.npeer"
+    if peer2:
+        sub[peer2] = "op.npeer2"
+    return ", ".join(sub.get(a, a) for a in names)
+
+
 def body_send(f):
     base, sfx = base_and_suffix(f)
     kind = "FTW_OP_SSEND" if "ssend" in base.lower() else "FTW_OP_SEND"
     if BLOCKS_ in f.attrs:
         n = shape(f, P2P)
+        args = xlate(n, n[5], n[3])
         out = "    ftw_op_t op;\n\n" + op_begin(f, n[5], n[3], kind)
         out += refused("MPI_STATUS_IGNORE")
         if base == "Bsend":
-            return out + "    return %s;\n" % f.call(f.pname)
+            return out + "    return %s(%s);\n" % (f.pname, args)
         if base != "Ssend":
             out += ("    if (ftw_op_direct(&op, %s, %s))\n"
-                    "        return %s;\n" % (n[1], n[2], f.call(f.pname)))
+                    "        return %s(%s);\n" % (n[1], n[2], f.pname, args))
         return out + ("    return ftw_op_wait(&op, %s(%s, &op.req), "
                       "MPI_STATUS_IGNORE);\n"
-                      % (nonblocking_of(base, sfx), ", ".join(n)))
+                      % (nonblocking_of(base, sfx), args))
     n = shape(f, P2P + [REQ])
-    return body_post(f, n[5], n[3], kind, n[6])
+    return body_post(f, n, n[5], n[3], kind, n[6])
 
 
-def body_post(f, comm, peer, kind, request, peer2=None):
+def body_post(f, names, comm, peer, kind, request, peer2=None):
     out = "    ftw_op_t op;\n\n" + op_begin(f, comm, peer, kind)
     if PERSISTENT_ in f.attrs:
         out += "    op.info.persistent = 1;\n"
@@ -477,8 +489,8 @@ def body_post(f, comm, peer, kind, request, peer2=None):
         out += "    ftw_op_set_peer2(&op, %s);\n" % peer2
     out += refused("MPI_STATUS_IGNORE",
                    "        *%s = MPI_REQUEST_NULL;\n" % request)
-    return out + "    return ftw_op_posted(&op, %s, %s);\n" % (
-        f.call(f.pname), request)
+    return out + "    return ftw_op_posted(&op, %s(%s), %s);\n" % (
+        f.pname, xlate(names, comm, peer, peer2), request)
 
 
 def body_recv(f):
@@ -501,9 +513,10 @@ def body_recv(f):
         return ("    ftw_op_t op;\n\n" + op_begin(f, n[5], n[3], "FTW_OP_RECV")
                 + refused(n[6]) +
                 "    return ftw_op_wait(&op, %s(%s, &op.req), %s);\n"
-                % (nonblocking_of(base, sfx), ", ".join(n[:6]), n[6]))
+                % (nonblocking_of(base, sfx), xlate(n[:6], n[5], n[3]),
+                   n[6]))
     n = shape(f, P2P + [REQ])
-    return body_post(f, n[5], n[3], "FTW_OP_RECV", n[6])
+    return body_post(f, n, n[5], n[3], "FTW_OP_RECV", n[6])
 
 
 def body_sendrecv(f):
@@ -518,8 +531,8 @@ def body_sendrecv(f):
                 "    if (rc == MPI_SUCCESS)\n"
                 "        rc = %s(%s, &op.req2);\n"
                 "    return ftw_op_wait(&op, rc, %s);\n"
-                % (irecv, ", ".join(n[5:11]), isend,
-                   ", ".join(n[0:5] + [n[10]]), n[11]))
+                % (irecv, xlate(n[5:11], n[10], n[8]), isend,
+                   xlate(n[0:5] + [n[10]], n[10], None, n[3]), n[11]))
     if base == "Sendrecv_replace":
         n = shape(f, [None, None, DT, "int", "int", "int", "int", COMM, ST])
         buf, cnt, dt = n[0], n[1], n[2]
@@ -529,19 +542,20 @@ def body_sendrecv(f):
                 "    copy = ftw_op_copy_span(&op, %s, %s, %s);\n"
                 "    if (copy == NULL)\n"
                 "        return ftw_raise(%s, op.rc, \"%s\", -1);\n"
-                "    rc = %s(%s, %s, %s, %s, %s, %s, &op.req);\n"
+                "    rc = %s(%s, %s, %s, op.npeer, %s, op.native, &op.req);\n"
                 "    if (rc == MPI_SUCCESS)\n"
-                "        rc = %s(copy, %s, %s, %s, %s, %s, &op.req2);\n"
+                "        rc = %s(copy, %s, %s, op.npeer2, %s, op.native, "
+                "&op.req2);\n"
                 "    return ftw_op_wait(&op, rc, %s);\n"
                 % (buf, cnt, dt, n[7], f.name,
-                   irecv, buf, cnt, dt, n[5], n[6], n[7],
-                   isend, cnt, dt, n[3], n[4], n[7], n[8]))
+                   irecv, buf, cnt, dt, n[6],
+                   isend, cnt, dt, n[4], n[8]))
     if base == "Isendrecv":
         n = shape(f, P2P[:5] + P2P[:5] + [COMM, REQ])
-        return body_post(f, n[10], n[8], "FTW_OP_RECV", n[11], peer2=n[3])
+        return body_post(f, n, n[10], n[8], "FTW_OP_RECV", n[11], peer2=n[3])
     if base == "Isendrecv_replace":
         n = shape(f, [None, None, DT, "int", "int", "int", "int", COMM, REQ])
-        return body_post(f, n[7], n[5], "FTW_OP_RECV", n[8], peer2=n[3])
+        return body_post(f, n, n[7], n[5], "FTW_OP_RECV", n[8], peer2=n[3])
     raise GenError("%s: no send-receive template" % f.name)
 
 

@@ -9,6 +9,8 @@
 #include "util/stats.h"
 
 static ftw_comm_t *comm_table;
+int ftw_p2p_moved;
+_Atomic uint32_t ftw_drain_seq;
 static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static ftw_comm_t *comm_find_locked(MPI_Comm comm)
@@ -48,6 +50,9 @@ static void comm_free_record(ftw_comm_t *c)
     free(c->local_world);
     free(c->surv);
     free(c->surv_of);
+    free(c->p2p_of);
+    free(c->p2p_user);
+    free(c->peer_drain_seq);
     free(c);
 }
 
@@ -62,6 +67,7 @@ static ftw_comm_t *comm_new(MPI_Comm comm)
     c->native = comm;
     c->ctl = MPI_COMM_NULL;
     c->coll = comm;
+    c->p2p = comm;
     c->coll_active = 1;
     PMPI_Comm_test_inter(comm, &c->is_inter);
     PMPI_Comm_rank(comm, &c->rank);
@@ -198,6 +204,12 @@ void ftw_comm_refresh(ftw_comm_t *c)
     c->epoch_seen = epoch;
 }
 
+int ftw_comm_has_member(const ftw_comm_t *c, int w)
+{
+    return world_index(c->peer_world, c->size, w) >= 0 ||
+           (c->local_world && world_index(c->local_world, c->nlocal, w) >= 0);
+}
+
 int ftw_comm_peer_failed(const ftw_comm_t *c, int r)
 {
     if (r < 0 || r >= c->size)
@@ -233,6 +245,19 @@ ftw_status_t ftw_comm_failed_group(ftw_comm_t *c, MPI_Group *group_p,
     free(ranks);
     *count_p = c->nfailed;
     return FTW_OK;
+}
+
+void ftw_status_to_user(MPI_Comm comm, MPI_Status *status)
+{
+    ftw_comm_t *c;
+    int s;
+
+    if (ftw_likely(ftw_p2p_moved == 0) || status == MPI_STATUS_IGNORE)
+        return;
+    s = status->MPI_SOURCE;
+    c = ftw_comm_get(comm);
+    if (c != NULL && c->p2p_user != NULL && s >= 0)
+        status->MPI_SOURCE = c->p2p_user[s];
 }
 
 void ftw_comm_table_clear(void)

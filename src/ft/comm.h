@@ -25,6 +25,17 @@ typedef struct ftw_comm {
     int nfailed;            /* members known failed (both groups) */
     int nacked;             /* nfailed when wildcards were last re-enabled */
 
+    /* Point-to-point routing (drain.c).  A drain moves this process's
+     * point-to-point traffic on the communicator to a fresh native one of
+     * the survivors, so nothing sent before it can be matched after. */
+    MPI_Comm p2p;           /* where point-to-point traffic runs */
+    int *p2p_of;            /* [size] rank in p2p of each rank, -1 if
+                             * excluded; NULL: the same rank */
+    int *p2p_user;          /* [ranks of p2p] the user's rank of each */
+    uint32_t drain_seq;     /* ftw_drain_seq of the last drain_all */
+    uint32_t *peer_drain_seq; /* [size] of the last drain_peer, or NULL */
+    int interrupt;          /* FTW_Comm_set_interrupt */
+
     /* Collectives and agreements (coll.c, validate.c). */
     MPI_Comm ctl;           /* ftwrap's own messages about this comm, or
                              * MPI_COMM_NULL (intercommunicators) */
@@ -58,6 +69,9 @@ ftw_comm_t *ftw_comm_get(MPI_Comm comm);
 /* Bring nfailed up to the detector's current epoch. */
 void ftw_comm_refresh(ftw_comm_t *c);
 
+/* 1 if world rank w is a member of c (either group). */
+int ftw_comm_has_member(const ftw_comm_t *c, int w);
+
 /* 1 if addressable rank r of c is a failed process. */
 int ftw_comm_peer_failed(const ftw_comm_t *c, int r);
 
@@ -73,6 +87,27 @@ static inline int ftw_comm_any_disabled(ftw_comm_t *c)
  * *count_p gets the number of failed members of either group. */
 ftw_status_t ftw_comm_failed_group(ftw_comm_t *c, MPI_Group *group_p,
                                    int *count_p);
+
+/* Rank in c->p2p of user rank r (MPI_ANY_SOURCE and MPI_PROC_NULL are
+ * kept); FTW_EXCLUDED if r was excluded by a drain. */
+#define FTW_EXCLUDED (-4)
+static inline int ftw_comm_p2p_rank(const ftw_comm_t *c, int r)
+{
+    if (c->p2p_of == NULL || r < 0 || r >= c->size)
+        return r;
+    return c->p2p_of[r] >= 0 ? c->p2p_of[r] : FTW_EXCLUDED;
+}
+
+/* Communicators whose point-to-point traffic was moved (the wrappers
+ * then route every call; 0 keeps the fast path). */
+extern int ftw_p2p_moved;
+
+/* Drains so far in this process. */
+extern _Atomic uint32_t ftw_drain_seq;
+
+/* Turn status->MPI_SOURCE (a rank in the native communicator) back into
+ * the user's rank in comm. */
+void ftw_status_to_user(MPI_Comm comm, MPI_Status *status);
 
 /* Drop every record (at finalize). */
 void ftw_comm_table_clear(void);

@@ -83,6 +83,22 @@ static void reqset_lookup(reqset_t *s)
     s->looked_up = 1;
 }
 
+/* Completed requests' statuses in the user's rank numbers (only once a
+ * drain moved some traffic). */
+static void reqset_sources(reqset_t *s, int k, const int idx[],
+                           MPI_Status sts[])
+{
+    if (ftw_likely(ftw_p2p_moved == 0) || sts == MPI_STATUSES_IGNORE)
+        return;
+    reqset_lookup(s);
+    for (int j = 0; j < k; j++) {
+        int i = idx ? idx[j] : j;
+
+        if (s->has[i])
+            ftw_status_to_user(s->info[i].comm, &sts[j]);
+    }
+}
+
 static MPI_Status *status_at(MPI_Status *sts, int i)
 {
     return sts == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &sts[i];
@@ -119,8 +135,10 @@ static int reqset_raise(reqset_t *s, const char *name, int code)
  * and keeps its entry until MPI_Request_free). */
 static int single_finish(MPI_Request saved, const ftw_req_t *e,
                          const ftw_reqinfo_t *info, MPI_Request *req,
-                         int rc, const char *name)
+                         int rc, const char *name, MPI_Status *status)
 {
+    if (ftw_unlikely(ftw_p2p_moved) && rc == MPI_SUCCESS && e != NULL)
+        ftw_status_to_user(info->comm, status);
     if (*req == MPI_REQUEST_NULL)
         ftw_req_del(saved);
     if (e != NULL && ftw_is_own_error(rc))
@@ -141,7 +159,15 @@ int ftw_wait(MPI_Request *req, MPI_Status *status)
     if (e != NULL)
         info = e->info;
     rc = ftw_req_wait(e ? &info : NULL, req, status, 0);
-    return single_finish(saved, e, &info, req, rc, "MPI_Wait");
+    return single_finish(saved, e, &info, req, rc, "MPI_Wait", status);
+}
+
+/* The test calls give ftwrap's own pending work a turn, as waits do. */
+static void test_progress(void)
+{
+    ftw_wrap_check();
+    if (ftw_unlikely(ftw_validates_pending))
+        ftw_validate_progress();
 }
 
 int ftw_test(MPI_Request *req, int *flag, MPI_Status *status)
@@ -151,7 +177,7 @@ int ftw_test(MPI_Request *req, int *flag, MPI_Status *status)
     ftw_reqinfo_t info;
     int rc;
 
-    ftw_wrap_check();
+    test_progress();
     rc = PMPI_Test(req, flag, status);
     if (rc == MPI_SUCCESS && !*flag && failures_known()) {
         e = ftw_req_find(saved);
@@ -164,7 +190,10 @@ int ftw_test(MPI_Request *req, int *flag, MPI_Status *status)
                 *flag = rc != FTW_ERR_ANY_SOURCE_DISABLED;
         }
     }
-    return single_finish(saved, e, &info, req, rc, "MPI_Test");
+    if (e == NULL && ftw_unlikely(ftw_p2p_moved) && *flag &&
+        (e = ftw_req_find(saved)) != NULL)
+        info = e->info;
+    return single_finish(saved, e, &info, req, rc, "MPI_Test", status);
 }
 
 /* ---- all ------------------------------------------------------------------ */
@@ -222,14 +251,17 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
     ftw_poll_init(&p);
     while (!failures_known()) {
         rc = PMPI_Testall(n, reqs, &flag, sts);
-        if (rc != MPI_SUCCESS || flag)
+        if (rc != MPI_SUCCESS || flag) {
+            reqset_sources(&s, n, NULL, sts);
             goto out;
+        }
         ftw_poll_idle(&p);
     }
     /* Requests' fates change only with new failures: check them on the
      * first round and whenever the failure epoch moves. */
     while (all_round(&s, reqs, sts, ftw_poll_changed(&p) || !s.looked_up))
         ftw_poll_idle(&p);
+    reqset_sources(&s, n, NULL, sts);
     rc = all_result(&s, sts, "MPI_Waitall");
 out:
     reqset_fini(&s, reqs);
@@ -241,12 +273,14 @@ int ftw_testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
     reqset_t s;
     int rc;
 
-    ftw_wrap_check();
+    test_progress();
     rc = reqset_init(&s, n, reqs);
     if (rc != MPI_SUCCESS)
         return rc;
     rc = PMPI_Testall(n, reqs, flag, sts);
     if (rc != MPI_SUCCESS || *flag || !failures_known()) {
+        if (*flag)
+            reqset_sources(&s, n, NULL, sts);
         reqset_fini(&s, reqs);
         return rc;
     }
@@ -266,6 +300,7 @@ int ftw_testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
         }
     }
     all_round(&s, reqs, sts, 1);
+    reqset_sources(&s, n, NULL, sts);
     *flag = 1;
     rc = all_result(&s, sts, "MPI_Testall");
     reqset_fini(&s, reqs);
@@ -305,8 +340,12 @@ static int any_common(int n, MPI_Request reqs[], int *index, int *flag,
         int code, i;
 
         rc = PMPI_Testany(n, reqs, index, flag, status);
-        if (rc != MPI_SUCCESS || *flag)
+        if (rc != MPI_SUCCESS || *flag) {
+            if (*flag && *index != MPI_UNDEFINED &&
+                status != MPI_STATUS_IGNORE)
+                reqset_sources(&s, 1, index, status);
             break;
+        }
         if (ftw_poll_changed(&p) || !blocking) {
             i = failures_known() ? any_failed(&s, reqs, status, &code) : -1;
             if (i >= 0) {
@@ -336,7 +375,7 @@ int ftw_waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
 int ftw_testany(int n, MPI_Request reqs[], int *index, int *flag,
                 MPI_Status *status)
 {
-    ftw_wrap_check();
+    test_progress();
     return any_common(n, reqs, index, flag, status, 0, "MPI_Testany");
 }
 
@@ -360,6 +399,7 @@ static int some_common(int n, MPI_Request reqs[], int *outcount,
             break;
         for (int k = 0; k < *outcount; k++)
             s.err[indices[k]] = MPI_SUCCESS;
+        reqset_sources(&s, *outcount, indices, sts);
         if ((ftw_poll_changed(&p) || !blocking) && failures_known()) {
             for (int i = 0; i < n; i++) {
                 MPI_Status *st = status_at(sts, *outcount);
@@ -399,7 +439,7 @@ int ftw_waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
 int ftw_testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                  MPI_Status sts[])
 {
-    ftw_wrap_check();
+    test_progress();
     return some_common(n, reqs, outcount, indices, sts, 0, "MPI_Testsome");
 }
 
@@ -410,8 +450,16 @@ static int start_refused(MPI_Request req, const char *name)
 {
     ftw_req_t *e;
 
-    if (!failures_known() || (e = ftw_req_find(req)) == NULL)
+    if ((!failures_known() && atomic_load(&ftw_drain_seq) == 0) ||
+        (e = ftw_req_find(req)) == NULL)
         return MPI_SUCCESS;
+    {
+        ftw_comm_t *c = ftw_comm_get(e->info.comm);
+
+        if (c != NULL && ftw_req_drained(c, &e->info))
+            return ftw_raise(e->info.comm, FTW_ERR_DRAINED, name,
+                             e->info.peer);
+    }
     if ((e->info.kind == FTW_OP_SEND || e->info.kind == FTW_OP_SSEND) &&
         ftw_req_doomed(&e->info))
         return ftw_raise(e->info.comm, FTW_ERR_PROC_FAIL_STOP, name,

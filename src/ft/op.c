@@ -32,12 +32,32 @@ void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
     op->info.persistent = 0;
     op->info.coll_gen = 0;
     op->info.owned = NULL;
+    op->native = comm;
+    op->npeer = peer;
+    op->npeer2 = FTW_NO_PEER;
     op->rc = MPI_SUCCESS;
     op->req = MPI_REQUEST_NULL;
     op->req2 = MPI_REQUEST_NULL;
     op->tmp = NULL;
     ftw_wrap_check();
+    op->info.epoch0 = ftw_seen_epoch;
+    op->info.drain_seq = atomic_load_explicit(&ftw_drain_seq,
+                                              memory_order_relaxed);
+    if (ftw_unlikely(ftw_p2p_moved))
+        ftw_op_route(op);
     ftw_inject(inject_of_kind[kind]);
+}
+
+void ftw_op_route(ftw_op_t *op)
+{
+    ftw_comm_t *c = ftw_comm_get(op->info.comm);
+
+    if (c == NULL)
+        return;
+    op->native = c->p2p;
+    op->npeer = ftw_comm_p2p_rank(c, op->info.peer);
+    if (op->info.peer2 != FTW_NO_PEER)
+        op->npeer2 = ftw_comm_p2p_rank(c, op->info.peer2);
 }
 
 void ftw_op_begin_msg(ftw_op_t *op, const char *name, MPI_Message message)
@@ -146,7 +166,11 @@ int ftw_op_refused(ftw_op_t *op, MPI_Status *status)
         return 0;
     /* A receive from a failed process is still posted: a message it sent
      * before it failed may be there to take.  Sends to it are refused. */
-    if (op->info.kind == FTW_OP_SEND || op->info.kind == FTW_OP_SSEND)
+    if (op->npeer == FTW_EXCLUDED)
+        bad = op->info.peer;    /* a drain excluded it: it failed */
+    else if (op->npeer2 == FTW_EXCLUDED)
+        bad = op->info.peer2;
+    else if (op->info.kind == FTW_OP_SEND || op->info.kind == FTW_OP_SSEND)
         bad = op_failed_peer(c, &op->info);
     else if (op->info.peer2 >= 0 && ftw_comm_peer_failed(c, op->info.peer2))
         bad = op->info.peer2;
@@ -223,11 +247,13 @@ int ftw_op_posted(ftw_op_t *op, int rc, MPI_Request *request)
 int ftw_poll_changed(ftw_poll_t *p)
 {
     uint32_t e = atomic_load_explicit(&ftw_fail_epoch, memory_order_relaxed);
+    uint32_t d = atomic_load_explicit(&ftw_drain_seq, memory_order_relaxed);
 
-    if (ftw_likely(e == p->epoch))
+    if (ftw_likely(e == p->epoch && d == p->drains))
         return 0;
     p->epoch = e;
-    ftw_wrap_check();
+    ftw_wrap_check();       /* may run failure handlers, even a drain */
+    p->drains = atomic_load_explicit(&ftw_drain_seq, memory_order_relaxed);
     return 1;
 }
 
@@ -246,7 +272,8 @@ void ftw_poll_idle(ftw_poll_t *p)
 
 /* The peer of a receive failed: take the request back from the MPI.  A
  * message that arrived before the failure is still delivered. */
-static int recv_cancel(MPI_Request *req, MPI_Status *status, int source)
+static int recv_cancel(MPI_Request *req, MPI_Status *status, int source,
+                       int code)
 {
     MPI_Status st;
     int flag = 0, cancelled = 0;
@@ -262,8 +289,8 @@ static int recv_cancel(MPI_Request *req, MPI_Status *status, int source)
         /* The MPI holds on to it: keep driving it, never reuse it. */
         ftw_grave_add(*req);
         *req = MPI_REQUEST_NULL;
-        ftw_status_fail(status, FTW_ERR_PROC_FAIL_STOP, source);
-        return FTW_ERR_PROC_FAIL_STOP;
+        ftw_status_fail(status, code, source);
+        return code;
     }
     PMPI_Test_cancelled(&st, &cancelled);
     if (!cancelled) {
@@ -272,13 +299,14 @@ static int recv_cancel(MPI_Request *req, MPI_Status *status, int source)
         return MPI_SUCCESS;
     }
     ftw_stat_add(FTW_STAT_RECV_CANCELLED, 1);
-    ftw_status_fail(status, FTW_ERR_PROC_FAIL_STOP, source);
-    return FTW_ERR_PROC_FAIL_STOP;
+    ftw_status_fail(status, code, source);
+    return code;
 }
 
 /* The peer of a send failed: an eager send may be done; anything else can
  * never finish. */
-static int send_abandon(MPI_Request *req, MPI_Status *status, int dest)
+static int send_abandon(MPI_Request *req, MPI_Status *status, int dest,
+                        int code)
 {
     MPI_Status st;
     int flag = 0;
@@ -291,8 +319,48 @@ static int send_abandon(MPI_Request *req, MPI_Status *status, int dest)
     }
     ftw_grave_add(*req);
     *req = MPI_REQUEST_NULL;
-    ftw_status_fail(status, FTW_ERR_PROC_FAIL_STOP, dest);
-    return FTW_ERR_PROC_FAIL_STOP;
+    ftw_status_fail(status, code, dest);
+    return code;
+}
+
+/* Ends a request: a receive is cancelled, a send (or a send-receive)
+ * abandoned. */
+static int op_cut(const ftw_reqinfo_t *info, MPI_Request *req,
+                  MPI_Status *status, int peer, int code)
+{
+    if (info->kind == FTW_OP_RECV && info->peer2 < 0)
+        return recv_cancel(req, status, peer, code);
+    return send_abandon(req, status, peer, code);
+}
+
+/* Was the request's traffic cut by a drain since it was posted? */
+int ftw_req_drained(const ftw_comm_t *c, const ftw_reqinfo_t *info)
+{
+    if (c->drain_seq > info->drain_seq)
+        return 1;
+    if (c->peer_drain_seq == NULL)
+        return 0;
+    return (info->peer >= 0 && info->peer < c->size &&
+            c->peer_drain_seq[info->peer] > info->drain_seq) ||
+           (info->peer2 >= 0 && info->peer2 < c->size &&
+            c->peer_drain_seq[info->peer2] > info->drain_seq);
+}
+
+/* Interrupt mode: a blocking call returns when a process of its
+ * communicator fails while it waits. */
+static int op_interrupted(ftw_comm_t *c, const ftw_reqinfo_t *info,
+                          MPI_Request *req, MPI_Status *status, int blocking)
+{
+    uint32_t now = atomic_load_explicit(&ftw_fail_epoch,
+                                        memory_order_acquire);
+
+    if (!blocking || !c->interrupt)
+        return FTW_PENDING_CODE;
+    for (uint32_t i = info->epoch0; i < now; i++)
+        if (ftw_comm_has_member(c, ftw_detect_failure(i)))
+            return op_cut(info, req, status, info->peer,
+                          FTW_ERR_INTERRUPTED);
+    return FTW_PENDING_CODE;
 }
 
 int ftw_req_failcheck(const ftw_reqinfo_t *info, MPI_Request *req,
@@ -305,16 +373,20 @@ int ftw_req_failcheck(const ftw_reqinfo_t *info, MPI_Request *req,
         return FTW_PENDING_CODE;
     if (info->kind == FTW_OP_COLL)
         return ftw_coll_failcheck(c, info, req, status);
+    if (ftw_req_drained(c, info))
+        return op_cut(info, req, status, info->peer, FTW_ERR_DRAINED);
     bad = op_failed_peer(c, info);
     if (info->kind == FTW_OP_SEND || info->kind == FTW_OP_SSEND)
-        return bad >= 0 ? send_abandon(req, status, bad) : FTW_PENDING_CODE;
+        return bad >= 0 ? send_abandon(req, status, bad,
+                                       FTW_ERR_PROC_FAIL_STOP)
+                        : op_interrupted(c, info, req, status, blocking);
     if (bad >= 0)
-        return info->peer2 >= 0 ? send_abandon(req, status, bad)
-                                : recv_cancel(req, status, bad);
+        return op_cut(info, req, status, bad, FTW_ERR_PROC_FAIL_STOP);
     if (info->peer != MPI_ANY_SOURCE || !ftw_comm_any_disabled(c))
-        return FTW_PENDING_CODE;
+        return op_interrupted(c, info, req, status, blocking);
     if (blocking)
-        return recv_cancel(req, status, MPI_ANY_SOURCE);
+        return recv_cancel(req, status, MPI_ANY_SOURCE,
+                           FTW_ERR_PROC_FAIL_STOP);
     ftw_stat_add(FTW_STAT_ANY_DISABLED, 1);
     ftw_status_fail(status, FTW_ERR_ANY_SOURCE_DISABLED, MPI_ANY_SOURCE);
     return FTW_ERR_ANY_SOURCE_DISABLED;
@@ -415,7 +487,9 @@ int ftw_op_wait(ftw_op_t *op, int rc, MPI_Status *status)
         status->MPI_TAG = MPI_ANY_TAG;
         PMPI_Status_set_elements(status, MPI_BYTE, 0);
     }
-    if (rc == FTW_ERR_PROC_FAIL_STOP || rc == FTW_ERR_ANY_SOURCE_DISABLED) {
+    if (rc == MPI_SUCCESS)
+        ftw_status_to_user(op->info.comm, status);
+    if (ftw_is_own_error(rc)) {
         ftw_comm_t *c = ftw_comm_get(op->info.comm);
         int bad = c ? op_failed_peer(c, &op->info) : -1;
 

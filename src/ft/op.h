@@ -19,11 +19,16 @@
 #include <mpi.h>
 
 #include "ftwrap.h"
+#include "ft/comm.h"
 #include "ft/request.h"
+#include "util/compiler.h"
 
 typedef struct {
     const char *name;       /* the MPI call, for messages */
     ftw_reqinfo_t info;
+    MPI_Comm native;        /* where the traffic runs (ftw_comm_t.p2p) */
+    int npeer, npeer2;      /* the peers' ranks there */
+    uint32_t epoch0;        /* failure epoch at the start */
     int rc;                 /* the error ftw_op_refused decided */
     MPI_Request req;        /* the blocking call's native request */
     MPI_Request req2;       /* a send-receive's send */
@@ -36,10 +41,16 @@ void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
 /* A matched receive: comm and peer come from the message. */
 void ftw_op_begin_msg(ftw_op_t *op, const char *name, MPI_Message message);
 
+/* Route the operation on a communicator whose traffic was moved. */
+void ftw_op_route(ftw_op_t *op);
+
 /* A send-receive's second peer. */
 static inline void ftw_op_set_peer2(ftw_op_t *op, int peer2)
 {
     op->info.peer2 = peer2;
+    op->npeer2 = peer2;
+    if (ftw_unlikely(ftw_p2p_moved))
+        ftw_op_route(op);
 }
 
 /* Nonzero if the operation must fail before it starts; op->rc is then the
@@ -81,12 +92,14 @@ void ftw_status_fail(MPI_Status *status, int code, int source);
 /* The waiting side shared by every blocking call. */
 typedef struct {
     uint32_t epoch;         /* failure epoch at the last check */
+    uint32_t drains;        /* ftw_drain_seq at the last check */
     unsigned spins;
 } ftw_poll_t;
 
 static inline void ftw_poll_init(ftw_poll_t *p)
 {
     p->epoch = 0;
+    p->drains = 0;
     p->spins = 0;
 }
 
@@ -103,6 +116,9 @@ void ftw_poll_idle(ftw_poll_t *p);
 #define FTW_PENDING_CODE (-1)
 int ftw_req_failcheck(const ftw_reqinfo_t *info, MPI_Request *req,
                       MPI_Status *status, int blocking);
+
+/* Nonzero if a drain cut the request's traffic since it was posted. */
+int ftw_req_drained(const ftw_comm_t *c, const ftw_reqinfo_t *info);
 
 /* Nonzero if a pending request can only end in error (its peer failed,
  * or it is a wildcard receive while wildcards are disabled). */

@@ -66,6 +66,10 @@ static int probe_failcheck(ftw_op_t *op, int blocking, MPI_Status *status)
 
     if (c == NULL)
         return FTW_PENDING_CODE;
+    if (ftw_req_drained(c, &op->info)) {
+        ftw_status_fail(status, FTW_ERR_DRAINED, op->info.peer);
+        return FTW_ERR_DRAINED;
+    }
     if (op->info.peer >= 0 && ftw_comm_peer_failed(c, op->info.peer)) {
         ftw_status_fail(status, FTW_ERR_PROC_FAIL_STOP, op->info.peer);
         return FTW_ERR_PROC_FAIL_STOP;
@@ -86,7 +90,6 @@ static int probe_loop(ftw_op_t *op, int tag, MPI_Message *message,
                       MPI_Status *status)
 {
     MPI_Comm comm = op->info.comm;
-    int source = op->info.peer;
     ftw_poll_t p;
 
     ftw_poll_init(&p);
@@ -94,12 +97,17 @@ static int probe_loop(ftw_op_t *op, int tag, MPI_Message *message,
         int flag = 0, rc;
 
         if (message != NULL)
-            rc = PMPI_Improbe(source, tag, comm, &flag, message, status);
+            rc = PMPI_Improbe(op->npeer, tag, op->native, &flag, message,
+                              status);
         else
-            rc = PMPI_Iprobe(source, tag, comm, &flag, status);
-        if (rc != MPI_SUCCESS || flag)
+            rc = PMPI_Iprobe(op->npeer, tag, op->native, &flag, status);
+        if (rc != MPI_SUCCESS || flag) {
+            ftw_status_to_user(comm, status);
             return rc;
+        }
         if (ftw_poll_changed(&p)) {
+            if (ftw_p2p_moved)
+                ftw_op_route(op);   /* a failure handler may have drained */
             rc = probe_failcheck(op, 1, status);
             if (rc != FTW_PENDING_CODE)
                 return ftw_raise(comm, rc, op->name, op->info.peer);
@@ -122,13 +130,17 @@ int ftw_iprobe(int source, int tag, MPI_Comm comm, int *flag,
                MPI_Status *status)
 {
     ftw_op_t op;
+    int rc;
 
     ftw_op_begin(&op, "MPI_Iprobe", comm, source, FTW_OP_PROBE);
     if (ftw_op_refused(&op, status)) {
         *flag = 0;
         return op.rc;
     }
-    return PMPI_Iprobe(source, tag, comm, flag, status);
+    rc = PMPI_Iprobe(op.npeer, tag, op.native, flag, status);
+    if (rc == MPI_SUCCESS && *flag)
+        ftw_status_to_user(comm, status);
+    return rc;
 }
 
 /* Remember who sent a matched message. */
@@ -168,8 +180,9 @@ int ftw_improbe(int source, int tag, MPI_Comm comm, int *flag,
         *flag = 0;
         return op.rc;
     }
-    rc = PMPI_Improbe(source, tag, comm, flag, message, &st);
+    rc = PMPI_Improbe(op.npeer, tag, op.native, flag, message, &st);
     if (rc != MPI_SUCCESS || !*flag)
         return rc;
+    ftw_status_to_user(comm, &st);
     return mprobe_note(rc, comm, message, &st, status);
 }

@@ -31,6 +31,8 @@ typedef struct {
     uint8_t kind;       /* ftw_op_kind_t */
     uint8_t persistent;
     uint32_t coll_gen;  /* FTW_OP_COLL: the communicator's coll_gen */
+    uint32_t drain_seq; /* ftw_drain_seq when posted */
+    uint32_t epoch0;    /* failure epoch when posted (interrupt mode) */
     void *owned;        /* memory the native request uses, freed with the
                          * request (or by the graveyard) */
 } ftw_reqinfo_t;

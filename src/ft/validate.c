@@ -16,6 +16,9 @@
 
 #define TAG_SURVIVORS 30001
 
+typedef struct pending pending_t;
+static pending_t *pending_list;     /* nonblocking validates, in order */
+
 /* Collectives of c run on the processes not in failed[] from now on. */
 static int validate_apply(ftw_comm_t *c, const uint8_t *failed)
 {
@@ -42,8 +45,10 @@ static int validate_apply(ftw_comm_t *c, const uint8_t *failed)
         goto out;
     }
     /* A fresh communicator also leaves behind whatever the collectives
-     * abandoned on the old one. */
-    PMPI_Comm_group(c->user, &all);
+     * abandoned on the old one.  The group is the control communicator's
+     * own (MPICH 4.0's MPI_Comm_create_group crashes on a communicator
+     * whose group was never asked for). */
+    PMPI_Comm_group(c->ctl, &all);
     PMPI_Group_excl(all, nexcl, excl, &keep);
     rc = PMPI_Comm_create_group(c->ctl, keep, TAG_SURVIVORS, &coll);
     PMPI_Group_free(&keep);
@@ -98,6 +103,20 @@ static int validate_finish(ftw_comm_t *c, const uint8_t *failed,
     return MPI_SUCCESS;
 }
 
+/* Nonblocking validates started earlier finish first (see
+ * ftw_validate_progress). */
+static void validate_pending_finish(void)
+{
+    ftw_poll_t p;
+
+    ftw_poll_init(&p);
+    while (pending_list != NULL) {
+        ftw_validate_progress();
+        ftw_poll_changed(&p);
+        ftw_poll_idle(&p);
+    }
+}
+
 static int validate_prepare(MPI_Comm comm, ftw_comm_t **c_p,
                             uint8_t **failed_p)
 {
@@ -131,6 +150,7 @@ FTW_EXPORT int FTW_Comm_validate(MPI_Comm comm, MPI_Group *failed_group)
     rc = validate_prepare(comm, &c, &failed);
     if (rc != MPI_SUCCESS)
         return rc;
+    validate_pending_finish();
     rc = ftw_agree(c, NULL, 1, failed, &flag);
     if (rc == MPI_SUCCESS)
         rc = validate_finish(c, failed, failed_group);
@@ -170,16 +190,15 @@ FTW_EXPORT int FTW_Comm_validate_multiple(int count, MPI_Comm comms[],
 
 /* ---- nonblocking validate: a generalized request ----------------------- */
 
-typedef struct pending {
+struct pending {
     struct pending *next;
     ftw_comm_t *c;
     ftw_agree_t *agree;
     uint8_t *failed;
     MPI_Group *failed_group;
     MPI_Request greq;
-} pending_t;
+};
 
-static pending_t *pending_list;
 int ftw_validates_pending;          /* entries in pending_list */
 
 static int greq_query(void *extra, MPI_Status *status)
@@ -205,18 +224,18 @@ static int greq_cancel(void *extra, int complete)
     return MPI_SUCCESS;
 }
 
+/* Pending validates finish in the order they started, the same on every
+ * process: each ends with a blocking PMPI_Comm_create_group, and two
+ * processes finishing them in different orders would wait for each other
+ * forever. */
 void ftw_validate_progress(void)
 {
-    pending_t **pp = &pending_list;
+    while (pending_list != NULL) {
+        pending_t *v = pending_list;
 
-    while (*pp != NULL) {
-        pending_t *v = *pp;
-
-        if (!ftw_agree_test(v->agree)) {
-            pp = &v->next;
-            continue;
-        }
-        *pp = v->next;
+        if (!ftw_agree_test(v->agree))
+            return;
+        pending_list = v->next;
         ftw_validates_pending--;
         {
             int flag;
@@ -260,8 +279,13 @@ FTW_EXPORT int FTW_Icomm_validate(MPI_Comm comm, MPI_Group *failed_group,
     v->failed_group = failed_group;
     PMPI_Grequest_start(greq_query, greq_free, greq_cancel, v, &v->greq);
     *request = v->greq;
-    v->next = pending_list;
-    pending_list = v;
+    {
+        pending_t **tail = &pending_list;
+
+        while (*tail != NULL)
+            tail = &(*tail)->next;
+        *tail = v;
+    }
     ftw_validates_pending++;
     return MPI_SUCCESS;
 }

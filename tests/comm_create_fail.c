@@ -1,0 +1,467 @@
+/* ftw-test: np=4 mode=ftwrap timeout=40 link=ftwrap expect-failed=3 fate=3:signal:KILL */
+/*
+ * comm_create_fail - communicator creation after a process failure.
+ *
+ * Rank 3 leaves a barrier, sleeps 200 ms and SIGKILLs itself.  Once each
+ * survivor knows of the failure, before any validate:
+ *   - MPI_Comm_dup, MPI_Comm_split and MPI_Comm_create on MPI_COMM_WORLD
+ *     fail at once (1 s) with FTW_ERR_PROC_FAIL_STOP on every survivor and
+ *     give MPI_COMM_NULL;
+ *   - MPI_Comm_create_group over {0,1,2} (its members only) works: size 3,
+ *     the same rank order, MPI_Allreduce (0+1+2) and a checksummed 64 KiB
+ *     MPI_Bcast on it, and MPI_Comm_dup of it (no failed process) works.
+ * Then FTW_Comm_validate on MPI_COMM_WORLD gives {3}, after which
+ * MPI_Comm_split works: colour rank%2, key -rank gives {2,0} (reversed)
+ * and {1}, checked by size, rank and MPI_Allgather of the world ranks.
+ * Ranks 1 and 2 send their verdicts to rank 0, which prints TAP (plan at
+ * the end); the survivors end with MPI_Finalize.
+ */
+#include <mpi.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftwrap.h"
+#include "tap.h"
+
+#define NP 4
+#define VICTIM 3
+#define NSURV 3
+#define BOUND 5.0            /* seconds a call may take after the kill */
+#define AT_ONCE 1.0          /* seconds for a call that must fail at once */
+#define KILL_DELAY_US 200000 /* victim: from the barrier to its death */
+#define SENT (-7777)
+
+/* ---- checks, reported to the lowest survivor ----------------------------- */
+
+#define MAXCHK 64
+#define TAG_RESULT 90
+
+typedef struct {
+    int ok;
+    char what[124];
+} chk_t;
+
+static chk_t chks[MAXCHK];
+static int nchk, nchk_failed;
+static int rank;
+
+static int chk(int cond, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!cond)
+        nchk_failed++;
+    if (nchk == MAXCHK)
+        return !!cond;
+    chks[nchk].ok = !!cond;
+    va_start(ap, fmt);
+    vsnprintf(chks[nchk].what, sizeof chks[nchk].what, fmt, ap);
+    va_end(ap);
+    if (!cond)
+        tap_diag("FAILED: %s", chks[nchk].what);
+    nchk++;
+    return !!cond;
+}
+
+static int class_of(int code)
+{
+    int cls = -1;
+
+    if (code == MPI_SUCCESS)
+        return MPI_SUCCESS;
+    if (MPI_Error_class(code, &cls) != MPI_SUCCESS)
+        return -1;
+    return cls;
+}
+
+static const char *class_name(int cls)
+{
+    static char buf[4][32];
+    static int next;
+    char *b;
+
+    switch (cls) {
+    case MPI_SUCCESS: return "MPI_SUCCESS";
+    case MPI_ERR_OTHER: return "MPI_ERR_OTHER";
+    case MPI_ERR_ARG: return "MPI_ERR_ARG";
+    case MPI_ERR_COMM: return "MPI_ERR_COMM";
+    case MPI_ERR_PENDING: return "MPI_ERR_PENDING";
+    case FTW_ERR_PROC_FAIL_STOP: return "FTW_ERR_PROC_FAIL_STOP";
+    case FTW_ERR_ANY_SOURCE_DISABLED: return "FTW_ERR_ANY_SOURCE_DISABLED";
+    case FTW_ERR_DRAINED: return "FTW_ERR_DRAINED";
+    case FTW_ERR_BUFFER_UNUSABLE: return "FTW_ERR_BUFFER_UNUSABLE";
+    case FTW_ERR_INTERRUPTED: return "FTW_ERR_INTERRUPTED";
+    }
+    b = buf[next++ % 4];
+    snprintf(b, sizeof buf[0], "class %d", cls);
+    return b;
+}
+
+/* rc must be of class want (MPI_SUCCESS included). */
+static inline int chk_class(int rc, int want, const char *what)
+{
+    int cls = class_of(rc);
+
+    return chk(cls == want, "%s: %s (got %s)", what, class_name(want),
+               class_name(cls));
+}
+
+static inline int chk_time(double t, double bound, const char *what)
+{
+    return chk(t < bound, "%s: returned in %.3f s (bound %.1f s)", what, t,
+               bound);
+}
+
+/* The world ranks of group g, as a bit mask (g must be of world's
+ * processes); -1 if the translation fails. */
+static inline int world_mask_of(MPI_Group g, int *size_out)
+{
+    MPI_Group world;
+    int n = -1, in[64], out[64], mask = 0;
+
+    if (MPI_Group_size(g, &n) != MPI_SUCCESS || n < 0 || n > 64)
+        return -1;
+    *size_out = n;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    for (int i = 0; i < n; i++)
+        in[i] = i;
+    if (n > 0 && MPI_Group_translate_ranks(g, n, in, world, out)
+                 != MPI_SUCCESS)
+        mask = -1;
+    for (int i = 0; mask >= 0 && i < n; i++) {
+        if (out[i] < 0 || out[i] >= 31)
+            mask = -1;
+        else
+            mask |= 1 << out[i];
+    }
+    MPI_Group_free(&world);
+    return mask;
+}
+
+static inline const char *mask_str(int mask)
+{
+    static char buf[4][48];
+    static int next;
+    char *b = buf[next++ % 4];
+    size_t len = 0;
+
+    if (mask < 0)
+        return "(untranslatable)";
+    b[len++] = '{';
+    for (int r = 0; r < 31; r++)
+        if (mask & (1 << r))
+            len += (size_t)snprintf(b + len, sizeof buf[0] - len, "%s%d",
+                                    len > 1 ? "," : "", r);
+    snprintf(b + len, sizeof buf[0] - len, "}");
+    return b;
+}
+
+/* Poll until this process knows that the world ranks in mask failed. */
+static inline int wait_known(int mask, double bound)
+{
+    double t0 = MPI_Wtime();
+    int got = 0, n = 0;
+
+    for (;;) {
+        MPI_Group g;
+
+        if (FTW_Comm_group_failed(MPI_COMM_WORLD, &g) == MPI_SUCCESS) {
+            got = world_mask_of(g, &n);
+            MPI_Group_free(&g);
+        }
+        if (got >= 0 && (got & mask) == mask)
+            break;
+        if (MPI_Wtime() - t0 > bound)
+            break;
+        usleep(1000);
+    }
+    return chk(got >= 0 && (got & mask) == mask,
+               "failure of %s known within %.0f s (knows %s after %.3f s)",
+               mask_str(mask), bound, mask_str(got), MPI_Wtime() - t0);
+}
+
+/* A survivor stuck in a call says where and leaves: the job then fails
+ * quickly, with the step in the log, instead of timing out. */
+static const char *volatile step = "start";
+static double watchdog_seconds;
+
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    usleep((useconds_t)(watchdog_seconds * 1e6));
+    fprintf(stderr, "# [rank %d] WATCHDOG: still in \"%s\" after %.0f s\n",
+            rank, step, watchdog_seconds);
+    fflush(stdout);
+    fflush(stderr);
+    _exit(3);
+    return NULL;
+}
+
+static void watchdog_start(double seconds)
+{
+    pthread_t t;
+
+    watchdog_seconds = seconds;
+    if (pthread_create(&t, NULL, watchdog, NULL) == 0)
+        pthread_detach(t);
+}
+
+/* The survivors surv[0..nsurv) send their checks to surv[0], which prints
+ * TAP (plan at the end).  Returns 1 if every check held everywhere (on
+ * surv[0]) or here (elsewhere). */
+static int report(const int *surv, int nsurv)
+{
+    int me = surv[0], count = 0, failed = 0;
+
+    step = "report";
+    if (rank != me) {
+        if (MPI_Send(&nchk, 1, MPI_INT, me, TAG_RESULT, MPI_COMM_WORLD) ||
+            MPI_Send(chks, nchk * (int)sizeof(chk_t), MPI_BYTE, me,
+                     TAG_RESULT, MPI_COMM_WORLD))
+            tap_diag("cannot send my verdicts to rank %d", me);
+        return nchk_failed == 0;
+    }
+    for (int k = 0; k < nsurv; k++) {
+        chk_t theirs[MAXCHK], *list = chks;
+        int r = surv[k], n = nchk, rc = MPI_SUCCESS;
+
+        if (r != me) {
+            list = theirs;
+            rc = MPI_Recv(&n, 1, MPI_INT, r, TAG_RESULT, MPI_COMM_WORLD,
+                          MPI_STATUS_IGNORE);
+            if (rc == MPI_SUCCESS && (n < 0 || n > MAXCHK))
+                rc = MPI_ERR_COUNT;
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Recv(theirs, n * (int)sizeof(chk_t), MPI_BYTE, r,
+                              TAG_RESULT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            count++;
+            if (rc != MPI_SUCCESS || n <= 0) {
+                failed++;
+                printf("not ok %d - rank %d reported %d verdicts\n", count,
+                       r, n);
+                continue;
+            }
+            printf("ok %d - rank %d reported %d verdicts\n", count, r, n);
+        }
+        for (int i = 0; i < n; i++) {
+            list[i].what[sizeof list[i].what - 1] = '\0';
+            count++;
+            failed += !list[i].ok;
+            printf("%sok %d - rank %d: %s\n", list[i].ok ? "" : "not ",
+                   count, r, list[i].what);
+        }
+    }
+    printf("1..%d\n", count);
+    fflush(stdout);
+    return failed == 0 && nchk_failed == 0;
+}
+
+/* The end of a survivor: MPI_Finalize must return despite the failure. */
+static int finish(const int *surv, int nsurv)
+{
+    int ok = report(surv, nsurv), rc;
+
+    step = "MPI_Finalize";
+    fflush(stdout);
+    rc = MPI_Finalize();
+    if (rc != MPI_SUCCESS) {
+        fprintf(stderr, "# [rank %d] MPI_Finalize returned %d\n", rank, rc);
+        return 1;
+    }
+    return ok ? 0 : 1;
+}
+
+/* ---- the test ------------------------------------------------------------ */
+
+static void victim(void)
+{
+    fflush(stdout);
+    fflush(stderr);
+    usleep(KILL_DELAY_US);
+    raise(SIGKILL);
+    _exit(99); /* not reached */
+}
+
+/* MPI_Init and the size check; returns 0 if the test is to be skipped. */
+static int setup(int *argc, char ***argv)
+{
+    int size;
+
+    MPI_Init(argc, argv);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != NP) {
+        if (rank == 0)
+            printf("1..0 # SKIP needs %d ranks\n", NP);
+        MPI_Finalize();
+        return 0;
+    }
+    return 1;
+}
+
+/* Allreduce(SUM of ranks) on comm must give want. */
+static inline void chk_allreduce(MPI_Comm comm, int want, const char *what)
+{
+    int sum = -1, rc;
+
+    step = what;
+    rc = MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, comm);
+    chk(rc == MPI_SUCCESS && sum == want,
+        "%s: MPI_Allreduce(SUM of world ranks): %s, %d (want %d)", what,
+        class_name(class_of(rc)), sum, want);
+}
+
+/* Validate-family result: rc MPI_SUCCESS and group g exactly {VICTIM}. */
+static inline void chk_group3(int rc, MPI_Group *g, const char *what)
+{
+    int n = -1, mask = rc == MPI_SUCCESS ? world_mask_of(*g, &n) : -1;
+
+    chk(rc == MPI_SUCCESS && n == 1 && mask == 1 << VICTIM,
+        "%s: %s, group %s of size %d (want {%d})", what,
+        class_name(class_of(rc)), mask_str(mask), n, VICTIM);
+    if (rc == MPI_SUCCESS && *g != MPI_GROUP_EMPTY && *g != MPI_GROUP_NULL)
+        MPI_Group_free(g);
+}
+
+#define TAG_CG 40
+
+/* A creation call on the failed parent: FTW_ERR_PROC_FAIL_STOP at once. */
+static void chk_refused(int rc, double t, MPI_Comm *nc, const char *what)
+{
+    chk_class(rc, FTW_ERR_PROC_FAIL_STOP, what);
+    chk_time(t, AT_ONCE, what);
+    chk(*nc == MPI_COMM_NULL, "%s: no communicator made", what);
+    if (rc == MPI_SUCCESS && *nc != MPI_COMM_NULL)
+        MPI_Comm_free(nc);
+}
+
+int main(int argc, char **argv)
+{
+    static const int surv[NSURV] = {0, 1, 2};
+    MPI_Group world, sgrp, g;
+    MPI_Comm nc;
+    int rc, range[1][3] = {{0, NSURV - 1, 1}};
+    double t0;
+
+    if (!setup(&argc, &argv))
+        return 0;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_range_incl(world, 1, range, &sgrp);
+
+    if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS)
+        tap_diag("barrier before the kill failed");
+    if (rank == VICTIM)
+        victim();
+    watchdog_start(15.0);
+
+    step = "waiting to know of the failure";
+    wait_known(1 << VICTIM, BOUND);
+
+    step = "MPI_Comm_dup before validate";
+    nc = MPI_COMM_NULL;
+    t0 = MPI_Wtime();
+    rc = MPI_Comm_dup(MPI_COMM_WORLD, &nc);
+    chk_refused(rc, MPI_Wtime() - t0, &nc, "MPI_Comm_dup(WORLD) before "
+                "validate");
+
+    step = "MPI_Comm_split before validate";
+    nc = MPI_COMM_NULL;
+    t0 = MPI_Wtime();
+    rc = MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &nc);
+    chk_refused(rc, MPI_Wtime() - t0, &nc, "MPI_Comm_split(WORLD) before "
+                "validate");
+
+    step = "MPI_Comm_create before validate";
+    nc = MPI_COMM_NULL;
+    t0 = MPI_Wtime();
+    rc = MPI_Comm_create(MPI_COMM_WORLD, sgrp, &nc);
+    chk_refused(rc, MPI_Wtime() - t0, &nc, "MPI_Comm_create(WORLD) before "
+                "validate");
+
+    step = "MPI_Comm_create_group over the survivors";
+    nc = MPI_COMM_NULL;
+    t0 = MPI_Wtime();
+    rc = MPI_Comm_create_group(MPI_COMM_WORLD, sgrp, TAG_CG, &nc);
+    chk_class(rc, MPI_SUCCESS, "MPI_Comm_create_group(WORLD, {0,1,2})");
+    chk_time(MPI_Wtime() - t0, BOUND, "MPI_Comm_create_group");
+    if (rc == MPI_SUCCESS && nc != MPI_COMM_NULL) {
+        int csize = -1, crank = -1;
+        MPI_Comm nd = MPI_COMM_NULL;
+        char *b = malloc(64 * 1024);
+
+        MPI_Comm_set_errhandler(nc, MPI_ERRORS_RETURN);
+        MPI_Comm_size(nc, &csize);
+        MPI_Comm_rank(nc, &crank);
+        chk(csize == NSURV && crank == rank, "create_group: size %d, rank %d "
+            "(want %d, %d)", csize, crank, NSURV, rank);
+        chk_allreduce(nc, 3, "the create_group communicator");
+        step = "MPI_Bcast on the create_group communicator";
+        if (rank == 2)
+            tap_fill(b, 64 * 1024, 64);
+        else
+            memset(b, 0, 64 * 1024);
+        rc = MPI_Bcast(b, 64 * 1024, MPI_BYTE, 2, nc);
+        chk(rc == MPI_SUCCESS && tap_check(b, 64 * 1024, 64),
+            "64 KiB MPI_Bcast from 2 on the create_group communicator: %s, "
+            "data %s", class_name(class_of(rc)),
+            tap_check(b, 64 * 1024, 64) ? "intact" : "WRONG");
+        step = "MPI_Comm_dup of the create_group communicator";
+        rc = MPI_Comm_dup(nc, &nd);
+        chk_class(rc, MPI_SUCCESS, "MPI_Comm_dup of the create_group "
+                  "communicator");
+        if (rc == MPI_SUCCESS && nd != MPI_COMM_NULL) {
+            MPI_Comm_set_errhandler(nd, MPI_ERRORS_RETURN);
+            chk_allreduce(nd, 3, "its dup");
+            MPI_Comm_free(&nd);
+        }
+        free(b);
+        MPI_Comm_free(&nc);
+    }
+
+    step = "FTW_Comm_validate";
+    g = MPI_GROUP_NULL;
+    t0 = MPI_Wtime();
+    rc = FTW_Comm_validate(MPI_COMM_WORLD, &g);
+    chk_time(MPI_Wtime() - t0, BOUND, "FTW_Comm_validate");
+    chk_group3(rc, &g, "FTW_Comm_validate(WORLD)");
+
+    step = "MPI_Comm_split after validate";
+    nc = MPI_COMM_NULL;
+    t0 = MPI_Wtime();
+    rc = MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &nc);
+    chk_class(rc, MPI_SUCCESS, "MPI_Comm_split(WORLD, rank%2, -rank) after "
+              "validate");
+    chk_time(MPI_Wtime() - t0, BOUND, "MPI_Comm_split after validate");
+    if (rc == MPI_SUCCESS && nc != MPI_COMM_NULL) {
+        /* colour 0: {2, 0}; colour 1: {1} */
+        int csize = -1, crank = -1, all[2] = {SENT, SENT};
+        int wsize = rank % 2 ? 1 : 2, wrank = rank == 0 ? 1 : 0;
+
+        MPI_Comm_set_errhandler(nc, MPI_ERRORS_RETURN);
+        MPI_Comm_size(nc, &csize);
+        MPI_Comm_rank(nc, &crank);
+        chk(csize == wsize && crank == wrank, "split after validate: size "
+            "%d, rank %d (want %d, %d)", csize, crank, wsize, wrank);
+        step = "MPI_Allgather on the split communicator";
+        rc = MPI_Allgather(&rank, 1, MPI_INT, all, 1, MPI_INT, nc);
+        if (rank % 2)
+            chk(rc == MPI_SUCCESS && all[0] == 1 && all[1] == SENT,
+                "MPI_Allgather on split {1}: %s, [%d] (want [1])",
+                class_name(class_of(rc)), all[0]);
+        else
+            chk(rc == MPI_SUCCESS && all[0] == 2 && all[1] == 0,
+                "MPI_Allgather on split {2,0}: %s, [%d %d] (want [2 0])",
+                class_name(class_of(rc)), all[0], all[1]);
+        MPI_Comm_free(&nc);
+    }
+
+    MPI_Group_free(&sgrp);
+    MPI_Group_free(&world);
+    return finish(surv, NSURV);
+}
