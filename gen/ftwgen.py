@@ -467,7 +467,13 @@ def body_send(f):
     if BLOCKS_ in f.attrs:
         n = shape(f, P2P)
         args = xlate(n, n[5], n[3])
-        out = "    ftw_op_t op;\n\n" + op_begin(f, n[5], n[3], kind)
+        out = "    ftw_op_t op;\n\n"
+        if base in ("Send", "Rsend", "Bsend"):
+            eager = "" if base == "Bsend" else " && ftw_send_eager(%s, %s)" % (
+                n[1], n[2])
+            out += ("    if (ftw_quiet()%s)\n"
+                    "        return %s;\n" % (eager, f.call(f.pname)))
+        out += op_begin(f, n[5], n[3], kind)
         out += refused("MPI_STATUS_IGNORE")
         if base == "Bsend":
             return out + "    return %s(%s);\n" % (f.pname, args)
@@ -510,7 +516,15 @@ def body_recv(f):
                 % (f.name, n[3], f.call(f.pname), n[4]))
     if BLOCKS_ in f.attrs:
         n = shape(f, P2P + [ST])
-        return ("    ftw_op_t op;\n\n" + op_begin(f, n[5], n[3], "FTW_OP_RECV")
+        fast = ("    if (ftw_quiet()) {\n"
+                "        MPI_Request req;\n"
+                "        int rc = %s(%s, &req);\n\n"
+                "        return rc != MPI_SUCCESS ? rc : ftw_recv_fast(&req, "
+                "%s, %s, %s, \"%s\");\n    }\n"
+                % (nonblocking_of(base, sfx), ", ".join(n[:6]), n[6], n[5],
+                   n[3], f.name))
+        return ("    ftw_op_t op;\n\n" + fast +
+                op_begin(f, n[5], n[3], "FTW_OP_RECV")
                 + refused(n[6]) +
                 "    return ftw_op_wait(&op, %s(%s, &op.req), %s);\n"
                 % (nonblocking_of(base, sfx), xlate(n[:6], n[5], n[3]),

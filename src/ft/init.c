@@ -4,6 +4,7 @@
 #include "ftwrap.h"
 #include "ft/comm.h"
 #include "ft/ft.h"
+#include "ft/op.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/stats.h"
@@ -68,6 +69,8 @@ int ftw_init_after(int rc)
     register_error_classes();
     if (ftw_inject_init(world_rank) != FTW_OK)
         ftw_fatal("FTW_INJECT='%s' is not valid", ftw_cfg.inject);
+    if (ftw_inject_armed)
+        ftw_noisy++;        /* injection counts calls on the watched path */
     if (ftw_detect_init() != FTW_OK)
         ftw_error("the failure detector could not start: failures of "
                   "other processes will not be noticed (see the messages "

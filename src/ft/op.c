@@ -193,28 +193,37 @@ int ftw_op_refused(ftw_op_t *op, MPI_Status *status)
 }
 
 /* Datatype sizes: the last one asked, per thread; MPI_Type_free bumps
- * the generation, since a freed handle may come back as another type. */
-_Atomic unsigned ftw_type_gen;
-static FTW_TLS MPI_Datatype size_dt;
-static FTW_TLS MPI_Count size_val;
-static FTW_TLS unsigned size_gen;
-static FTW_TLS int size_valid;
+ * the generation, since a freed handle may come back as another type.
+ * The generation starts at 1 so the empty cache never matches. */
+int ftw_noisy;
+_Atomic unsigned ftw_type_gen = 1;
+FTW_TLS MPI_Datatype ftw_size_dt;
+FTW_TLS MPI_Count ftw_size_val;
+FTW_TLS unsigned ftw_size_gen;
 
 static int type_size(MPI_Datatype dt, MPI_Count *size_p)
 {
     unsigned gen = atomic_load_explicit(&ftw_type_gen, memory_order_relaxed);
 
-    if (ftw_likely(size_valid && size_dt == dt && size_gen == gen)) {
-        *size_p = size_val;
+    if (ftw_likely(ftw_size_dt == dt && ftw_size_gen == gen)) {
+        *size_p = ftw_size_val;
         return MPI_SUCCESS;
     }
     if (PMPI_Type_size_x(dt, size_p) != MPI_SUCCESS)
         return MPI_ERR_TYPE;
-    size_dt = dt;
-    size_val = *size_p;
-    size_gen = gen;
-    size_valid = 1;
+    ftw_size_dt = dt;
+    ftw_size_val = *size_p;
+    ftw_size_gen = gen;
     return MPI_SUCCESS;
+}
+
+int ftw_send_eager_slow(MPI_Count count, MPI_Datatype dt)
+{
+    MPI_Count size;
+
+    if (type_size(dt, &size) != MPI_SUCCESS)
+        return 1;   /* let the MPI report the bad datatype */
+    return count * size <= (MPI_Count)ftw_cfg.eager_max;
 }
 
 int ftw_type_free(MPI_Datatype *dt)
@@ -226,13 +235,9 @@ int ftw_type_free(MPI_Datatype *dt)
 
 int ftw_op_direct(ftw_op_t *op, MPI_Count count, MPI_Datatype dt)
 {
-    MPI_Count size;
-
     if (op->info.peer == MPI_PROC_NULL)
         return 1;
-    if (type_size(dt, &size) != MPI_SUCCESS)
-        return 1;   /* let the MPI report the bad datatype */
-    return count * size <= (MPI_Count)ftw_cfg.eager_max;
+    return ftw_send_eager(count, dt);
 }
 
 int ftw_op_posted(ftw_op_t *op, int rc, MPI_Request *request)
@@ -432,6 +437,40 @@ static int wait_one(const ftw_reqinfo_t *info, MPI_Request *req,
                     MPI_Status *status)
 {
     return ftw_req_wait(info, req, status, 1);
+}
+
+int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
+                  int source, const char *name)
+{
+    unsigned spins = 0;
+    ftw_op_t op;
+
+    for (;;) {
+        int flag = 0, rc = PMPI_Test(req, &flag, status);
+
+        if (ftw_likely(flag) || rc != MPI_SUCCESS) {
+            if (source == MPI_PROC_NULL && rc == MPI_SUCCESS)
+                break;      /* the status fix-up below */
+            return rc;
+        }
+        if (ftw_unlikely(!ftw_quiet()))
+            break;
+        if (++spins > 2000)
+            sched_yield();
+    }
+    /* Posted while quiet: no drain had moved anything (drain_seq 0), and
+     * every failure now known is new to this receive (epoch0 0). */
+    op.name = name;
+    op.info = (ftw_reqinfo_t){ .comm = comm, .peer = source,
+                               .peer2 = FTW_NO_PEER, .kind = FTW_OP_RECV };
+    op.native = comm;
+    op.npeer = source;
+    op.npeer2 = FTW_NO_PEER;
+    op.rc = MPI_SUCCESS;
+    op.req = *req;
+    op.req2 = MPI_REQUEST_NULL;
+    op.tmp = NULL;
+    return ftw_op_wait(&op, MPI_SUCCESS, status);
 }
 
 /* A send-receive: both requests, each watched against its own peer. */

@@ -18,10 +18,14 @@
 
 #include <mpi.h>
 
+#include <stdatomic.h>
+
 #include "ftwrap.h"
+#include "detect/detect.h"
 #include "ft/comm.h"
 #include "ft/request.h"
 #include "util/compiler.h"
+#include "util/config.h"
 
 typedef struct {
     const char *name;       /* the MPI call, for messages */
@@ -40,6 +44,41 @@ void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
 
 /* A matched receive: comm and peer come from the message. */
 void ftw_op_begin_msg(ftw_op_t *op, const char *name, MPI_Message message);
+
+/* ---- the fast path -------------------------------------------------------
+ * While no failure is known and nothing else needs watching, a blocking
+ * send small enough to go eagerly is the MPI's own call, and a blocking
+ * receive is PMPI_Irecv plus a tight test loop (ftw_recv_fast) that hands
+ * over to the watched wait the moment a failure is published. */
+
+/* Reasons to leave the fast path besides failures: fault injection
+ * armed, traffic moved by a drain, a nonblocking validate in flight. */
+extern int ftw_noisy;
+
+static inline int ftw_quiet(void)
+{
+    return atomic_load_explicit(&ftw_fail_epoch, memory_order_relaxed) == 0
+           && ftw_noisy == 0;
+}
+
+extern FTW_TLS MPI_Datatype ftw_size_dt;
+extern FTW_TLS MPI_Count ftw_size_val;
+extern FTW_TLS unsigned ftw_size_gen;
+extern _Atomic unsigned ftw_type_gen;
+int ftw_send_eager_slow(MPI_Count count, MPI_Datatype dt);
+
+/* Nonzero if count elements of dt fit FTW_EAGER_MAX (last type cached). */
+static inline int ftw_send_eager(MPI_Count count, MPI_Datatype dt)
+{
+    if (ftw_likely(ftw_size_dt == dt && ftw_size_gen ==
+                   atomic_load_explicit(&ftw_type_gen, memory_order_relaxed)))
+        return count * ftw_size_val <= (MPI_Count)ftw_cfg.eager_max;
+    return ftw_send_eager_slow(count, dt);
+}
+
+/* The rest of a fast-path blocking receive after its PMPI_Irecv. */
+int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
+                  int source, const char *name);
 
 /* Route the operation on a communicator whose traffic was moved. */
 void ftw_op_route(ftw_op_t *op);

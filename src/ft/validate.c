@@ -237,6 +237,7 @@ void ftw_validate_progress(void)
             return;
         pending_list = v->next;
         ftw_validates_pending--;
+        ftw_noisy--;
         {
             int flag;
 
@@ -287,5 +288,6 @@ FTW_EXPORT int FTW_Icomm_validate(MPI_Comm comm, MPI_Group *failed_group,
         *tail = v;
     }
     ftw_validates_pending++;
+    ftw_noisy++;
     return MPI_SUCCESS;
 }

@@ -1,0 +1,104 @@
+/*
+ * overhead - ftwrap's cost on small-message ping-pong latency, measured
+ * inside one job so both sides see the same placement and load.
+ *
+ * Run under ftwrap (scripts/ftwrun -np 2).  For each size, repetitions
+ * alternate between the MPI's own calls (PMPI_Send/PMPI_Recv: what the
+ * program would get without ftwrap) and the interposed ones
+ * (MPI_Send/MPI_Recv: through ftwrap).  Each repetition times ITERS round
+ * trips; the medians give the ratio.  Data are checked every iteration.
+ *
+ *   overhead [--iters N] [--reps R]
+ * prints "ovh <bytes> <native_us> <ftwrap_us> <ratio>" lines.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXSIZE 1024
+
+typedef int (*send_fn)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
+typedef int (*recv_fn)(void *, int, MPI_Datatype, int, int, MPI_Comm,
+                       MPI_Status *);
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Half round trip in microseconds over iters round trips. */
+static double pingpong(send_fn snd, recv_fn rcv, int rank, int size,
+                       int iters, unsigned char *buf)
+{
+    int peer = 1 - rank;
+    double t0;
+
+    PMPI_Barrier(MPI_COMM_WORLD);
+    t0 = PMPI_Wtime();
+    for (int i = 0; i < iters; i++) {
+        unsigned char mark = (unsigned char)(i * 7 + size);
+
+        if (rank == 0) {
+            buf[0] = mark;
+            buf[size - 1] = mark;
+            snd(buf, size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+            rcv(buf, size, MPI_BYTE, peer, 1, MPI_COMM_WORLD,
+                MPI_STATUS_IGNORE);
+        } else {
+            rcv(buf, size, MPI_BYTE, peer, 1, MPI_COMM_WORLD,
+                MPI_STATUS_IGNORE);
+            snd(buf, size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+        }
+        if (buf[0] != mark || buf[size - 1] != mark) {
+            fprintf(stderr, "overhead: rank %d: size %d: wrong data at "
+                    "iteration %d\n", rank, size, i);
+            PMPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    return (PMPI_Wtime() - t0) / iters / 2 * 1e6;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, nprocs, iters = 20000, reps = 15;
+    unsigned char buf[MAXSIZE];
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--iters"))
+            iters = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps"))
+            reps = atoi(argv[i + 1]);
+    }
+    if (nprocs != 2 || iters < 1 || reps < 1 || reps > 100) {
+        if (rank == 0)
+            fprintf(stderr, "usage: 2 ranks; overhead [--iters N] "
+                    "[--reps R<=100]\n");
+        MPI_Finalize();
+        return 2;
+    }
+    memset(buf, 0, sizeof(buf));
+    pingpong(PMPI_Send, PMPI_Recv, rank, 1, iters, buf);   /* warm up */
+    pingpong(MPI_Send, MPI_Recv, rank, 1, iters, buf);
+    for (int size = 1; size <= MAXSIZE; size *= 2) {
+        double nat[100], ftw[100];
+
+        for (int r = 0; r < reps; r++) {
+            nat[r] = pingpong(PMPI_Send, PMPI_Recv, rank, size, iters, buf);
+            ftw[r] = pingpong(MPI_Send, MPI_Recv, rank, size, iters, buf);
+        }
+        qsort(nat, (size_t)reps, sizeof(double), cmp_double);
+        qsort(ftw, (size_t)reps, sizeof(double), cmp_double);
+        if (rank == 0)
+            printf("ovh %d %.4f %.4f %.4f\n", size, nat[reps / 2],
+                   ftw[reps / 2], ftw[reps / 2] / nat[reps / 2]);
+    }
+    fflush(stdout);
+    MPI_Finalize();
+    return 0;
+}
