@@ -487,8 +487,14 @@ def body_send(f):
     return body_post(f, n, n[5], n[3], kind, n[6])
 
 
-def body_post(f, names, comm, peer, kind, request, peer2=None):
+def set_buf(buf, count, dt):
+    return "    ftw_op_set_buf(&op, %s, %s, %s);\n" % (buf, count, dt)
+
+
+def body_post(f, names, comm, peer, kind, request, peer2=None, rbuf=None):
     out = "    ftw_op_t op;\n\n" + op_begin(f, comm, peer, kind)
+    if rbuf:
+        out += set_buf(*rbuf)
     if PERSISTENT_ in f.attrs:
         out += "    op.info.persistent = 1;\n"
     if peer2:
@@ -505,32 +511,36 @@ def body_recv(f):
         n = shape(f, [None, None, DT, MSG, ST])
         return ("    ftw_op_t op;\n\n"
                 "    ftw_op_begin_msg(&op, \"%s\", *%s);\n"
+                % (f.name, n[3]) + set_buf(n[0], n[1], n[2]) +
                 "    return ftw_op_wait(&op, %s(%s, %s, %s, %s, &op.req), "
-                "%s);\n" % (f.name, n[3], nonblocking_of(base, sfx),
+                "%s);\n" % (nonblocking_of(base, sfx),
                             n[0], n[1], n[2], n[3], n[4]))
     if base == "Imrecv":
         n = shape(f, [None, None, DT, MSG, REQ])
         return ("    ftw_op_t op;\n\n"
                 "    ftw_op_begin_msg(&op, \"%s\", *%s);\n"
+                % (f.name, n[3]) + set_buf(n[0], n[1], n[2]) +
                 "    return ftw_op_posted(&op, %s, %s);\n"
-                % (f.name, n[3], f.call(f.pname), n[4]))
+                % (f.call(f.pname), n[4]))
     if BLOCKS_ in f.attrs:
         n = shape(f, P2P + [ST])
         fast = ("    if (ftw_quiet()) {\n"
                 "        MPI_Request req;\n"
                 "        int rc = %s(%s, &req);\n\n"
                 "        return rc != MPI_SUCCESS ? rc : ftw_recv_fast(&req, "
-                "%s, %s, %s, \"%s\");\n    }\n"
+                "%s, %s, %s, \"%s\", %s, %s, %s);\n    }\n"
                 % (nonblocking_of(base, sfx), ", ".join(n[:6]), n[6], n[5],
-                   n[3], f.name))
+                   n[3], f.name, n[0], n[1], n[2]))
         return ("    ftw_op_t op;\n\n" + fast +
-                op_begin(f, n[5], n[3], "FTW_OP_RECV")
+                op_begin(f, n[5], n[3], "FTW_OP_RECV") +
+                set_buf(n[0], n[1], n[2])
                 + refused(n[6]) +
                 "    return ftw_op_wait(&op, %s(%s, &op.req), %s);\n"
                 % (nonblocking_of(base, sfx), xlate(n[:6], n[5], n[3]),
                    n[6]))
     n = shape(f, P2P + [REQ])
-    return body_post(f, n, n[5], n[3], "FTW_OP_RECV", n[6])
+    return body_post(f, n, n[5], n[3], "FTW_OP_RECV", n[6],
+                     rbuf=(n[0], n[1], n[2]))
 
 
 def body_sendrecv(f):
@@ -540,6 +550,7 @@ def body_sendrecv(f):
         n = shape(f, P2P[:5] + P2P[:5] + [COMM, ST])
         return ("    ftw_op_t op;\n    int rc;\n\n"
                 + op_begin(f, n[10], n[8], "FTW_OP_RECV") +
+                set_buf(n[5], n[6], n[7]) +
                 "    ftw_op_set_peer2(&op, %s);\n" % n[3] + refused(n[11]) +
                 "    rc = %s(%s, &op.req);\n"
                 "    if (rc == MPI_SUCCESS)\n"
@@ -552,6 +563,7 @@ def body_sendrecv(f):
         buf, cnt, dt = n[0], n[1], n[2]
         return ("    ftw_op_t op;\n    const void *copy;\n    int rc;\n\n"
                 + op_begin(f, n[7], n[5], "FTW_OP_RECV") +
+                set_buf(n[0], n[1], n[2]) +
                 "    ftw_op_set_peer2(&op, %s);\n" % n[3] + refused(n[8]) +
                 "    copy = ftw_op_copy_span(&op, %s, %s, %s);\n"
                 "    if (copy == NULL)\n"
@@ -566,10 +578,12 @@ def body_sendrecv(f):
                    isend, cnt, dt, n[4], n[8]))
     if base == "Isendrecv":
         n = shape(f, P2P[:5] + P2P[:5] + [COMM, REQ])
-        return body_post(f, n, n[10], n[8], "FTW_OP_RECV", n[11], peer2=n[3])
+        return body_post(f, n, n[10], n[8], "FTW_OP_RECV", n[11], peer2=n[3],
+                         rbuf=(n[5], n[6], n[7]))
     if base == "Isendrecv_replace":
         n = shape(f, [None, None, DT, "int", "int", "int", "int", COMM, REQ])
-        return body_post(f, n, n[7], n[5], "FTW_OP_RECV", n[8], peer2=n[3])
+        return body_post(f, n, n[7], n[5], "FTW_OP_RECV", n[8], peer2=n[3],
+                         rbuf=(n[0], n[1], n[2]))
     raise GenError("%s: no send-receive template" % f.name)
 
 

@@ -148,6 +148,65 @@ int FTW_Comm_get_failhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
 int FTW_Failhandler_set_mode(int mode);
 int FTW_Failhandler_get_mode(int *mode);
 
+/*
+ * FTW_Comm_drain_all - cut all point-to-point traffic in flight on comm.
+ *
+ * Collective over comm's surviving processes, fault tolerant, and allowed
+ * inside a failure handler (the usual way a process blocked in a receive
+ * joins a drain).  Every point-to-point request outstanding on comm at
+ * the call ends: it completes normally if it already could, else with
+ * FTW_ERR_DRAINED (a blocking call in progress returns it; a nonblocking
+ * request reports it from its wait or test; a persistent request started
+ * again reports it too).  Messages in flight that nobody matched are
+ * discarded, and nothing sent before the drain can be matched after it.
+ * Processes the drain found failed are out of comm's point-to-point
+ * traffic from then on (FTW_ERR_PROC_FAIL_STOP at once).
+ * Errors: MPI_ERR_COMM (an intercommunicator, or one made by
+ * MPI_Comm_idup), MPI_ERR_NO_MEM.
+ *
+ * FTW_Icomm_drain_all - the same as a nonblocking call; the drain takes
+ * effect when *request completes.
+ *
+ * FTW_Comm_drain_peer - the same between this process and peer only (both
+ * call it): their outstanding requests with each other end with
+ * FTW_ERR_DRAINED and each discards what the other sent before.  The tag
+ * MPI_TAG_UB is reserved for it on comm.
+ */
+int FTW_Comm_drain_all(MPI_Comm comm);
+int FTW_Icomm_drain_all(MPI_Comm comm, MPI_Request *request);
+int FTW_Comm_drain_peer(MPI_Comm comm, int peer);
+
+/*
+ * FTW_Comm_set_interrupt - interrupt mode for comm (flag nonzero: on).
+ *
+ * Local.  With it on, a blocking point-to-point call on comm (send,
+ * receive, probe, send-receive) returns FTW_ERR_INTERRUPTED when a
+ * process of comm fails while it waits, like EINTR: a receive is
+ * cancelled (or, had it matched already, completes normally); an
+ * interrupted send may still be delivered.
+ */
+int FTW_Comm_set_interrupt(MPI_Comm comm, int flag);
+
+/*
+ * Receive-buffer quarantine.
+ *
+ * A receive whose native transfer might still write its buffer after the
+ * call returned (its peer failed, or a drain cut it, and the MPI would not
+ * let the request be cancelled) completes with FTW_ERR_BUFFER_UNUSABLE,
+ * and its buffer's byte range is quarantined: a later receive into an
+ * overlapping range fails at once with FTW_ERR_BUFFER_UNUSABLE.  The range
+ * is released when the native transfer ends.
+ *
+ * FTW_Buffer_quarantined - local: *flag = 1 if [buf, buf+len) overlaps a
+ * quarantined range.
+ * FTW_Buffer_wait_release - local: wait up to timeout_s seconds for the
+ * range to be released; *released says whether it was.
+ * Errors: MPI_ERR_ARG.
+ */
+int FTW_Buffer_quarantined(const void *buf, MPI_Aint len, int *flag);
+int FTW_Buffer_wait_release(const void *buf, MPI_Aint len, double timeout_s,
+                            int *released);
+
 #ifdef __cplusplus
 }
 #endif

@@ -45,6 +45,23 @@ void ftw_agree_result(const ftw_agree_t *a, uint8_t *failed, int *flag);
 
 void ftw_agree_free(ftw_agree_t *a);
 
+/* Agreements that end a nonblocking call (FTW_Icomm_validate,
+ * FTW_Icomm_drain_all): a generalized request that ftwrap's waits and
+ * tests progress; finish runs once decided.  They finish in the order
+ * they started, on every process.  failed (c->size + 1 bytes, freed by
+ * ftwrap) receives the decision. */
+typedef int (*ftw_pending_finish_fn_t)(ftw_comm_t *c, const uint8_t *failed,
+                                       MPI_Group *group);
+int ftw_pending_start(ftw_comm_t *c, ftw_pending_finish_fn_t finish,
+                      uint8_t *failed, MPI_Group *group, MPI_Request *request);
+
+/* Finish every pending one first (blocking validate and drain). */
+void ftw_pending_finish_all(void);
+
+/* The communicator's record, checked fit for an agreement, and a
+ * c->size + 1 byte array for its decision. */
+int ftw_agree_prepare(MPI_Comm comm, ftw_comm_t **c_p, uint8_t **failed_p);
+
 /* Blocking: start, progress until decided, give the result, free. */
 int ftw_agree(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
               uint8_t *failed_out, int *flag_out);

@@ -210,6 +210,17 @@ int ftw_comm_has_member(const ftw_comm_t *c, int w)
            (c->local_world && world_index(c->local_world, c->nlocal, w) >= 0);
 }
 
+int ftw_comm_failed_since(const ftw_comm_t *c, uint32_t epoch0)
+{
+    uint32_t now = atomic_load_explicit(&ftw_fail_epoch,
+                                        memory_order_acquire);
+
+    for (uint32_t i = epoch0; i < now; i++)
+        if (ftw_comm_has_member(c, ftw_detect_failure(i)))
+            return 1;
+    return 0;
+}
+
 int ftw_comm_peer_failed(const ftw_comm_t *c, int r)
 {
     if (r < 0 || r >= c->size)

@@ -72,6 +72,9 @@ void ftw_comm_refresh(ftw_comm_t *c);
 /* 1 if world rank w is a member of c (either group). */
 int ftw_comm_has_member(const ftw_comm_t *c, int w);
 
+/* 1 if a process of c failed after the failure epoch epoch0. */
+int ftw_comm_failed_since(const ftw_comm_t *c, uint32_t epoch0);
+
 /* 1 if addressable rank r of c is a failed process. */
 int ftw_comm_peer_failed(const ftw_comm_t *c, int r);
 

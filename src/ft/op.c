@@ -10,6 +10,7 @@
 #include "ft/comm.h"
 #include "ft/ft.h"
 #include "ft/probe.h"
+#include "ft/quarantine.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/stats.h"
@@ -32,6 +33,7 @@ void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
     op->info.persistent = 0;
     op->info.coll_gen = 0;
     op->info.owned = NULL;
+    op->info.buf = NULL;
     op->native = comm;
     op->npeer = peer;
     op->npeer2 = FTW_NO_PEER;
@@ -153,11 +155,29 @@ static int op_failed_peer(ftw_comm_t *c, const ftw_reqinfo_t *info)
     return -1;
 }
 
+/* Would the receive write a quarantined range? */
+static int op_buffer_quarantined(const ftw_op_t *op)
+{
+    const char *lo, *hi;
+
+    if (ftw_buffer_span(op->info.buf, op->info.count, op->info.dt, &lo,
+                        &hi) != MPI_SUCCESS)
+        return 0;
+    return ftw_quarantine_overlaps(lo, (size_t)(hi - lo));
+}
+
 int ftw_op_refused(ftw_op_t *op, MPI_Status *status)
 {
     ftw_comm_t *c;
     int code, bad;
 
+    if (ftw_unlikely(ftw_quarantine_count) && op->info.buf != NULL &&
+        op_buffer_quarantined(op)) {
+        ftw_status_fail(status, FTW_ERR_BUFFER_UNUSABLE, op->info.peer);
+        op->rc = ftw_raise(op->info.comm, FTW_ERR_BUFFER_UNUSABLE, op->name,
+                           -1);
+        return 1;
+    }
     if (ftw_likely(atomic_load_explicit(&ftw_fail_epoch,
                                         memory_order_relaxed) == 0))
         return 0;
@@ -277,8 +297,8 @@ void ftw_poll_idle(ftw_poll_t *p)
 
 /* The peer of a receive failed: take the request back from the MPI.  A
  * message that arrived before the failure is still delivered. */
-static int recv_cancel(MPI_Request *req, MPI_Status *status, int source,
-                       int code)
+static int recv_cancel(const ftw_reqinfo_t *info, MPI_Request *req,
+                       MPI_Status *status, int source, int code)
 {
     MPI_Status st;
     int flag = 0, cancelled = 0;
@@ -291,11 +311,14 @@ static int recv_cancel(MPI_Request *req, MPI_Status *status, int source,
             PMPI_Test(req, &flag, &st);
     }
     if (!flag) {
-        /* The MPI holds on to it: keep driving it, never reuse it. */
-        ftw_grave_add(*req);
+        /* The MPI holds on to it and may still write the buffer: keep
+         * driving it, quarantine the buffer until it ends. */
+        ftw_grave_add_quarantined(*req, ftw_quarantine_add(info->buf,
+                                                           info->count,
+                                                           info->dt));
         *req = MPI_REQUEST_NULL;
-        ftw_status_fail(status, code, source);
-        return code;
+        ftw_status_fail(status, FTW_ERR_BUFFER_UNUSABLE, source);
+        return FTW_ERR_BUFFER_UNUSABLE;
     }
     PMPI_Test_cancelled(&st, &cancelled);
     if (!cancelled) {
@@ -334,7 +357,7 @@ static int op_cut(const ftw_reqinfo_t *info, MPI_Request *req,
                   MPI_Status *status, int peer, int code)
 {
     if (info->kind == FTW_OP_RECV && info->peer2 < 0)
-        return recv_cancel(req, status, peer, code);
+        return recv_cancel(info, req, status, peer, code);
     return send_abandon(req, status, peer, code);
 }
 
@@ -356,16 +379,9 @@ int ftw_req_drained(const ftw_comm_t *c, const ftw_reqinfo_t *info)
 static int op_interrupted(ftw_comm_t *c, const ftw_reqinfo_t *info,
                           MPI_Request *req, MPI_Status *status, int blocking)
 {
-    uint32_t now = atomic_load_explicit(&ftw_fail_epoch,
-                                        memory_order_acquire);
-
-    if (!blocking || !c->interrupt)
+    if (!blocking || !c->interrupt || !ftw_comm_failed_since(c, info->epoch0))
         return FTW_PENDING_CODE;
-    for (uint32_t i = info->epoch0; i < now; i++)
-        if (ftw_comm_has_member(c, ftw_detect_failure(i)))
-            return op_cut(info, req, status, info->peer,
-                          FTW_ERR_INTERRUPTED);
-    return FTW_PENDING_CODE;
+    return op_cut(info, req, status, info->peer, FTW_ERR_INTERRUPTED);
 }
 
 int ftw_req_failcheck(const ftw_reqinfo_t *info, MPI_Request *req,
@@ -390,7 +406,7 @@ int ftw_req_failcheck(const ftw_reqinfo_t *info, MPI_Request *req,
     if (info->peer != MPI_ANY_SOURCE || !ftw_comm_any_disabled(c))
         return op_interrupted(c, info, req, status, blocking);
     if (blocking)
-        return recv_cancel(req, status, MPI_ANY_SOURCE,
+        return recv_cancel(info, req, status, MPI_ANY_SOURCE,
                            FTW_ERR_PROC_FAIL_STOP);
     ftw_stat_add(FTW_STAT_ANY_DISABLED, 1);
     ftw_status_fail(status, FTW_ERR_ANY_SOURCE_DISABLED, MPI_ANY_SOURCE);
@@ -440,7 +456,8 @@ static int wait_one(const ftw_reqinfo_t *info, MPI_Request *req,
 }
 
 int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
-                  int source, const char *name)
+                  int source, const char *name, void *buf, MPI_Count count,
+                  MPI_Datatype dt)
 {
     unsigned spins = 0;
     ftw_op_t op;
@@ -462,7 +479,8 @@ int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
      * every failure now known is new to this receive (epoch0 0). */
     op.name = name;
     op.info = (ftw_reqinfo_t){ .comm = comm, .peer = source,
-                               .peer2 = FTW_NO_PEER, .kind = FTW_OP_RECV };
+                               .peer2 = FTW_NO_PEER, .kind = FTW_OP_RECV,
+                               .buf = buf, .count = count, .dt = dt };
     op.native = comm;
     op.npeer = source;
     op.npeer2 = FTW_NO_PEER;

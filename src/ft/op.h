@@ -78,7 +78,17 @@ static inline int ftw_send_eager(MPI_Count count, MPI_Datatype dt)
 
 /* The rest of a fast-path blocking receive after its PMPI_Irecv. */
 int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
-                  int source, const char *name);
+                  int source, const char *name, void *buf, MPI_Count count,
+                  MPI_Datatype dt);
+
+/* A receive's buffer (for the quarantine). */
+static inline void ftw_op_set_buf(ftw_op_t *op, void *buf, MPI_Count count,
+                                  MPI_Datatype dt)
+{
+    op->info.buf = buf;
+    op->info.count = count;
+    op->info.dt = dt;
+}
 
 /* Route the operation on a communicator whose traffic was moved. */
 void ftw_op_route(ftw_op_t *op);

@@ -74,6 +74,11 @@ static int probe_failcheck(ftw_op_t *op, int blocking, MPI_Status *status)
         ftw_status_fail(status, FTW_ERR_PROC_FAIL_STOP, op->info.peer);
         return FTW_ERR_PROC_FAIL_STOP;
     }
+    if (blocking && c->interrupt &&
+        ftw_comm_failed_since(c, op->info.epoch0)) {
+        ftw_status_fail(status, FTW_ERR_INTERRUPTED, op->info.peer);
+        return FTW_ERR_INTERRUPTED;
+    }
     if (op->info.peer == MPI_ANY_SOURCE && ftw_comm_any_disabled(c)) {
         int code = blocking ? FTW_ERR_PROC_FAIL_STOP
                             : FTW_ERR_ANY_SOURCE_DISABLED;

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "ft/quarantine.h"
 #include "util/log.h"
 #include "util/stats.h"
 
@@ -91,11 +92,22 @@ void ftw_req_reap(int n, const MPI_Request before[], const MPI_Request after[])
     pthread_mutex_unlock(&req_lock);
 }
 
+void ftw_req_foreach(void (*fn)(ftw_req_t *e, void *arg), void *arg)
+{
+    ftw_req_t *e, *tmp;
+
+    pthread_mutex_lock(&req_lock);
+    HASH_ITER(hh, req_table, e, tmp)
+        fn(e, arg);
+    pthread_mutex_unlock(&req_lock);
+}
+
 /* ---- graveyard ---------------------------------------------------------- */
 
 typedef struct {
     MPI_Request req;
     void *owned;
+    unsigned qid;       /* quarantined range, released when it ends */
 } grave_t;
 
 static grave_t *grave;
@@ -119,6 +131,7 @@ static void grave_add_locked(MPI_Request req, void *owned)
         grave_cap = cap;
     }
     grave[grave_n].req = req;
+    grave[grave_n].qid = 0;
     grave[grave_n++].owned = owned;
     ftw_stat_add(FTW_STAT_GRAVEYARD, 1);
 }
@@ -135,6 +148,15 @@ void ftw_grave_add(MPI_Request req)
         e->info.owned = NULL;
     }
     grave_add_locked(req, owned);
+    pthread_mutex_unlock(&req_lock);
+}
+
+void ftw_grave_add_quarantined(MPI_Request req, unsigned qid)
+{
+    ftw_grave_add(req);
+    pthread_mutex_lock(&req_lock);
+    if (grave_n > 0 && grave[grave_n - 1].req == req)
+        grave[grave_n - 1].qid = qid;
     pthread_mutex_unlock(&req_lock);
 }
 
@@ -156,6 +178,7 @@ void ftw_grave_progress(void)
         PMPI_Test(&grave[i].req, &flag, MPI_STATUS_IGNORE);
         if (flag) {
             free(grave[i].owned);
+            ftw_quarantine_release(grave[i].qid);
             grave[i] = grave[--grave_n];
         } else {
             i++;

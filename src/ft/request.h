@@ -35,6 +35,9 @@ typedef struct {
     uint32_t epoch0;    /* failure epoch when posted (interrupt mode) */
     void *owned;        /* memory the native request uses, freed with the
                          * request (or by the graveyard) */
+    void *buf;          /* a receive's buffer, count and type, for the */
+    MPI_Count count;    /* quarantine; buf NULL: unknown */
+    MPI_Datatype dt;
 } ftw_reqinfo_t;
 
 typedef struct ftw_req {
@@ -58,11 +61,17 @@ void ftw_req_del(MPI_Request req);
  * before[0..n) whose slot in after[] the MPI set to MPI_REQUEST_NULL. */
 void ftw_req_reap(int n, const MPI_Request before[], const MPI_Request after[]);
 
+/* Call fn on every entry (under the table's lock: fn must not use the
+ * table). */
+void ftw_req_foreach(void (*fn)(ftw_req_t *e, void *arg), void *arg);
+
 /* Native requests given up on (their peer failed and they could not be
  * cancelled): progress keeps testing them until the MPI lets go, and only
  * then frees the memory they use (owned, or their table entry's). */
 void ftw_grave_add(MPI_Request req);
 void ftw_grave_add_owned(MPI_Request req, void *owned);
+/* A receive given up on: its buffer stays quarantined until it ends. */
+void ftw_grave_add_quarantined(MPI_Request req, unsigned qid);
 void ftw_grave_progress(void);
 int ftw_grave_count(void);
 

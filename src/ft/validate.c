@@ -103,9 +103,9 @@ static int validate_finish(ftw_comm_t *c, const uint8_t *failed,
     return MPI_SUCCESS;
 }
 
-/* Nonblocking validates started earlier finish first (see
+/* Nonblocking validates and drains started earlier finish first (see
  * ftw_validate_progress). */
-static void validate_pending_finish(void)
+void ftw_pending_finish_all(void)
 {
     ftw_poll_t p;
 
@@ -117,8 +117,7 @@ static void validate_pending_finish(void)
     }
 }
 
-static int validate_prepare(MPI_Comm comm, ftw_comm_t **c_p,
-                            uint8_t **failed_p)
+int ftw_agree_prepare(MPI_Comm comm, ftw_comm_t **c_p, uint8_t **failed_p)
 {
     ftw_comm_t *c;
 
@@ -127,8 +126,8 @@ static int validate_prepare(MPI_Comm comm, ftw_comm_t **c_p,
     if (c == NULL)
         return MPI_ERR_COMM;
     if (c->ctl == MPI_COMM_NULL) {
-        ftw_error("FTW_Comm_validate: not possible on an "
-                  "intercommunicator or on one made by MPI_Comm_idup");
+        ftw_error("not possible on an intercommunicator or on one made "
+                  "by MPI_Comm_idup");
         return MPI_ERR_COMM;
     }
     *failed_p = malloc((size_t)c->size + 1);
@@ -147,10 +146,10 @@ FTW_EXPORT int FTW_Comm_validate(MPI_Comm comm, MPI_Group *failed_group)
 
     if (failed_group == NULL)
         return MPI_ERR_ARG;
-    rc = validate_prepare(comm, &c, &failed);
+    rc = ftw_agree_prepare(comm, &c, &failed);
     if (rc != MPI_SUCCESS)
         return rc;
-    validate_pending_finish();
+    ftw_pending_finish_all();
     rc = ftw_agree(c, NULL, 1, failed, &flag);
     if (rc == MPI_SUCCESS)
         rc = validate_finish(c, failed, failed_group);
@@ -192,6 +191,7 @@ FTW_EXPORT int FTW_Comm_validate_multiple(int count, MPI_Comm comms[],
 
 struct pending {
     struct pending *next;
+    ftw_pending_finish_fn_t finish;
     ftw_comm_t *c;
     ftw_agree_t *agree;
     uint8_t *failed;
@@ -244,27 +244,20 @@ void ftw_validate_progress(void)
             ftw_agree_result(v->agree, v->failed, &flag);
         }
         ftw_agree_free(v->agree);
-        validate_finish(v->c, v->failed, v->failed_group);
+        v->finish(v->c, v->failed, v->failed_group);
         PMPI_Grequest_complete(v->greq);
         free(v->failed);
         free(v);
     }
 }
 
-FTW_EXPORT int FTW_Icomm_validate(MPI_Comm comm, MPI_Group *failed_group,
-                                  MPI_Request *request)
+int ftw_pending_start(ftw_comm_t *c, ftw_pending_finish_fn_t finish,
+                      uint8_t *failed, MPI_Group *failed_group,
+                      MPI_Request *request)
 {
-    pending_t *v;
-    ftw_comm_t *c;
-    uint8_t *failed;
+    pending_t *v = calloc(1, sizeof(*v)), **tail;
     int rc;
 
-    if (failed_group == NULL || request == NULL)
-        return MPI_ERR_ARG;
-    rc = validate_prepare(comm, &c, &failed);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    v = calloc(1, sizeof(*v));
     if (v == NULL) {
         free(failed);
         return MPI_ERR_NO_MEM;
@@ -275,19 +268,32 @@ FTW_EXPORT int FTW_Icomm_validate(MPI_Comm comm, MPI_Group *failed_group,
         free(v);
         return rc;
     }
+    v->finish = finish;
     v->c = c;
     v->failed = failed;
     v->failed_group = failed_group;
     PMPI_Grequest_start(greq_query, greq_free, greq_cancel, v, &v->greq);
     *request = v->greq;
-    {
-        pending_t **tail = &pending_list;
-
-        while (*tail != NULL)
-            tail = &(*tail)->next;
-        *tail = v;
-    }
+    for (tail = &pending_list; *tail != NULL; tail = &(*tail)->next)
+        ;
+    *tail = v;
     ftw_validates_pending++;
     ftw_noisy++;
     return MPI_SUCCESS;
+}
+
+FTW_EXPORT int FTW_Icomm_validate(MPI_Comm comm, MPI_Group *failed_group,
+                                  MPI_Request *request)
+{
+    ftw_comm_t *c;
+    uint8_t *failed;
+    int rc;
+
+    if (failed_group == NULL || request == NULL)
+        return MPI_ERR_ARG;
+    rc = ftw_agree_prepare(comm, &c, &failed);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return ftw_pending_start(c, validate_finish, failed, failed_group,
+                             request);
 }

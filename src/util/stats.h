@@ -19,7 +19,9 @@
     _(GRAVEYARD,      "graveyard",      "native requests abandoned")     \
     _(ANY_DISABLED,   "any_source_disabled", "wildcard receives refused") \
     _(VALIDATES,      "validates",      "FTW_Comm_validate completed")  \
-    _(HANDLERS_RUN,   "failhandlers_run", "failure handler calls")
+    _(HANDLERS_RUN,   "failhandlers_run", "failure handler calls")       \
+    _(DRAINS,         "drains",         "drains (all or one peer)")      \
+    _(QUARANTINED,    "quarantined",    "receive buffers quarantined")
 
 typedef enum {
 #define FTW_STAT_ENUM_(id, key, help) FTW_STAT_##id,

@@ -1,0 +1,215 @@
+/*
+ * Drain: cut all in-flight point-to-point traffic of a communicator.
+ *
+ * FTW_Comm_drain_all is a fault-tolerant collective over the survivors:
+ * they agree (ftw_agree) on who failed, then every point-to-point request
+ * outstanding on the communicator ends: a receive is cancelled, a send
+ * given up, each completing with FTW_ERR_DRAINED unless it had already
+ * finished (the application sees the outcome from its wait or test, or
+ * at once in a blocking call in progress).  The survivors then move the
+ * communicator's point-to-point traffic to a fresh native communicator
+ * of their own (on the control communicator, PMPI_Comm_create_group), so
+ * no message sent before the drain can be matched after it; messages
+ * nobody matched stay behind on the old one, unread.
+ *
+ * FTW_Comm_drain_peer does the same between two processes: their
+ * outstanding requests with each other end, and each sends the other a
+ * marker on the communicator (tag MPI_TAG_UB, which a drained
+ * communicator reserves) and discards whatever arrives from the other
+ * before it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftwrap.h"
+#include "ft/agree.h"
+#include "ft/comm.h"
+#include "ft/ft.h"
+#include "ft/op.h"
+#include "util/log.h"
+#include "util/stats.h"
+
+#define TAG_DRAIN_COMM 30002
+
+/* Cancel the outstanding receives of comm (from peer, or from anyone if
+ * peer < 0): they must not match anything the drain leaves behind.  Their
+ * waits then report FTW_ERR_DRAINED (ftw_req_drained). */
+static void cancel_receives(ftw_req_t *e, void *arg)
+{
+    const ftw_reqinfo_t *want = arg;
+
+    if (e->info.comm != want->comm || e->info.kind != FTW_OP_RECV ||
+        e->info.persistent)
+        return;
+    if (want->peer >= 0 && e->info.peer != want->peer &&
+        e->info.peer != MPI_ANY_SOURCE)
+        return;
+    PMPI_Cancel(&e->key);
+}
+
+/* Move c's point-to-point traffic to a new communicator of the processes
+ * not in failed[]. */
+static int drain_move(ftw_comm_t *c, const uint8_t *failed)
+{
+    MPI_Group all, keep;
+    MPI_Comm p2p;
+    MPI_Errhandler eh;
+    int *excl = malloc(sizeof(int) * (size_t)c->size);
+    int *p2p_of = malloc(sizeof(int) * (size_t)c->size);
+    int *p2p_user = malloc(sizeof(int) * (size_t)c->size);
+    int nexcl = 0, n = 0, rc = MPI_ERR_NO_MEM;
+
+    if (!excl || !p2p_of || !p2p_user)
+        goto out;
+    for (int r = 0; r < c->size; r++) {
+        p2p_of[r] = failed[r] ? -1 : n;
+        if (failed[r])
+            excl[nexcl++] = r;
+        else
+            p2p_user[n++] = r;
+    }
+    PMPI_Comm_group(c->ctl, &all);
+    PMPI_Group_excl(all, nexcl, excl, &keep);
+    rc = PMPI_Comm_create_group(c->ctl, keep, TAG_DRAIN_COMM, &p2p);
+    PMPI_Group_free(&keep);
+    PMPI_Group_free(&all);
+    if (rc != MPI_SUCCESS)
+        goto out;
+    /* Native errors on the new communicator reach the application's
+     * handler as they would on its own. */
+    if (PMPI_Comm_get_errhandler(c->user, &eh) == MPI_SUCCESS) {
+        PMPI_Comm_set_errhandler(p2p, eh);
+        if (eh != MPI_ERRORS_ARE_FATAL && eh != MPI_ERRORS_RETURN)
+            PMPI_Errhandler_free(&eh);
+    }
+    if (c->p2p == c->user) {
+        ftw_p2p_moved++;
+        ftw_noisy++;
+    }
+    c->p2p = p2p;
+    free(c->p2p_of);
+    free(c->p2p_user);
+    c->p2p_of = p2p_of;
+    c->p2p_user = p2p_user;
+    p2p_of = p2p_user = NULL;
+out:
+    free(excl);
+    free(p2p_of);
+    free(p2p_user);
+    return rc;
+}
+
+/* After the agreement: end the old epoch's traffic, start the new one. */
+static int drain_finish(ftw_comm_t *c, const uint8_t *failed,
+                        MPI_Group *unused)
+{
+    ftw_reqinfo_t want = { .comm = c->user, .peer = -1 };
+
+    (void)unused;
+    c->drain_seq = atomic_fetch_add(&ftw_drain_seq, 1) + 1;
+    ftw_req_foreach(cancel_receives, &want);
+    ftw_stat_add(FTW_STAT_DRAINS, 1);
+    return drain_move(c, failed);
+}
+
+FTW_EXPORT int FTW_Comm_drain_all(MPI_Comm comm)
+{
+    ftw_comm_t *c;
+    uint8_t *failed;
+    int rc, flag;
+
+    rc = ftw_agree_prepare(comm, &c, &failed);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    ftw_pending_finish_all();
+    rc = ftw_agree(c, NULL, 1, failed, &flag);
+    if (rc == MPI_SUCCESS)
+        rc = drain_finish(c, failed, NULL);
+    free(failed);
+    return rc;
+}
+
+FTW_EXPORT int FTW_Icomm_drain_all(MPI_Comm comm, MPI_Request *request)
+{
+    ftw_comm_t *c;
+    uint8_t *failed;
+    int rc;
+
+    if (request == NULL)
+        return MPI_ERR_ARG;
+    rc = ftw_agree_prepare(comm, &c, &failed);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return ftw_pending_start(c, drain_finish, failed, NULL, request);
+}
+
+/* Receive and drop everything peer sent on c before its marker. */
+static int drain_peer_discard(ftw_comm_t *c, int peer, int marker)
+{
+    ftw_reqinfo_t info = { .comm = c->user, .peer = peer,
+                           .peer2 = FTW_NO_PEER, .kind = FTW_OP_RECV };
+    int np = ftw_comm_p2p_rank(c, peer);
+
+    for (;;) {
+        MPI_Status st;
+        MPI_Request req;
+        MPI_Count n;
+        void *tmp;
+        int rc, flag = 0;
+
+        while (!flag) {
+            PMPI_Iprobe(np, MPI_ANY_TAG, c->p2p, &flag, &st);
+            if (!flag && ftw_comm_peer_failed(c, peer))
+                return MPI_SUCCESS;     /* nothing more will come */
+        }
+        PMPI_Get_elements_x(&st, MPI_BYTE, &n);
+        tmp = malloc((size_t)n + 1);
+        if (tmp == NULL)
+            return MPI_ERR_NO_MEM;
+        PMPI_Irecv(tmp, (int)n, MPI_BYTE, np, st.MPI_TAG, c->p2p, &req);
+        rc = ftw_req_wait(&info, &req, MPI_STATUS_IGNORE, 1);
+        free(tmp);
+        if (rc != MPI_SUCCESS || st.MPI_TAG == marker)
+            return MPI_SUCCESS;
+    }
+}
+
+FTW_EXPORT int FTW_Comm_drain_peer(MPI_Comm comm, int peer)
+{
+    ftw_reqinfo_t want = { .comm = comm, .peer = peer };
+    ftw_comm_t *c;
+    int *tag_ub, flag = 0, marker;
+    char b = 0;
+
+    ftw_wrap_check();
+    c = ftw_comm_get(comm);
+    if (c == NULL)
+        return MPI_ERR_COMM;
+    if (peer < 0 || peer >= c->size || peer == c->rank)
+        return MPI_ERR_RANK;
+    if (c->peer_drain_seq == NULL) {
+        c->peer_drain_seq = calloc((size_t)c->size, sizeof(uint32_t));
+        if (c->peer_drain_seq == NULL)
+            return MPI_ERR_NO_MEM;
+    }
+    c->peer_drain_seq[peer] = atomic_fetch_add(&ftw_drain_seq, 1) + 1;
+    ftw_req_foreach(cancel_receives, &want);
+    ftw_stat_add(FTW_STAT_DRAINS, 1);
+    if (ftw_comm_peer_failed(c, peer) ||
+        ftw_comm_p2p_rank(c, peer) == FTW_EXCLUDED)
+        return MPI_SUCCESS;
+    PMPI_Comm_get_attr(comm, MPI_TAG_UB, &tag_ub, &flag);
+    marker = flag ? *tag_ub : 32767;
+    PMPI_Send(&b, 0, MPI_BYTE, ftw_comm_p2p_rank(c, peer), marker, c->p2p);
+    return drain_peer_discard(c, peer, marker);
+}
+
+FTW_EXPORT int FTW_Comm_set_interrupt(MPI_Comm comm, int flag)
+{
+    ftw_comm_t *c = ftw_comm_get(comm);
+
+    if (c == NULL)
+        return MPI_ERR_COMM;
+    c->interrupt = flag != 0;
+    return MPI_SUCCESS;
+}
