@@ -1,0 +1,107 @@
+/* ftw-test: np=3 mode=ftwrap timeout=40 link=ftwrap expect-failed=1 fate=1:signal:KILL env=OMPI_MCA_btl_vader_single_copy_mechanism=none */
+/*
+ * quarantine - a receive the MPI cannot let go quarantines its buffer.
+ *
+ * Rank 1 sends rank 0 a 256 MiB message; rank 2 SIGKILLs rank 1 10 ms
+ * into the transfer.  The transfer is matched and half done, so the MPI
+ * will not cancel rank 0's receive and might still write its buffer:
+ * MPI_Recv must return FTW_ERR_BUFFER_UNUSABLE (in bounded time), the
+ * buffer must be reported quarantined, new receives into any part of it
+ * must fail at once with the same class while a receive elsewhere works
+ * (checksummed), and FTW_Buffer_wait_release must time out (the dead
+ * sender's transfer never ends).  Bad arguments give MPI_ERR_ARG.
+ *
+ * Open MPI's single-copy (CMA) path copies the whole message in one call
+ * that outlives the sender, so the test turns it off to get a transfer in
+ * fragments; MPICH runs under ftwrun with UCX's CMA transport off.
+ */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "ftwrap.h"
+#include "tap.h"
+
+#define BIG ((size_t)256 << 20)
+#define SMALL 4096
+
+static int class_of(int rc)
+{
+    int cls;
+
+    MPI_Error_class(rc, &cls);
+    return cls;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, pids[3], me, rc, flag = -1, released = -1, ok;
+    char *big, small[SMALL];
+    MPI_Request req;
+    double t0, dt;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    big = malloc(BIG);
+    me = getpid();
+    MPI_Allgather(&me, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    if (rank == 1) {
+        MPI_Send(big, (int)BIG, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+        pause();                        /* killed before the send ends */
+    }
+    if (rank == 2) {
+        usleep(10000);
+        kill(pids[1], SIGKILL);
+        tap_fill(small, SMALL, 77);
+        MPI_Send(small, SMALL, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
+        MPI_Finalize();
+        return 0;
+    }
+
+    tap_plan(9);
+    t0 = MPI_Wtime();
+    rc = MPI_Recv(big, (int)BIG, MPI_BYTE, 1, 1, MPI_COMM_WORLD,
+                  MPI_STATUS_IGNORE);
+    dt = MPI_Wtime() - t0;
+    tap_ok_local(class_of(rc) == FTW_ERR_BUFFER_UNUSABLE,
+                 "receive cut in the middle returns FTW_ERR_BUFFER_UNUSABLE "
+                 "(class %d)", class_of(rc));
+    tap_ok_local(dt < 10, "it returned %.3f s after it started (< 10 s)", dt);
+
+    FTW_Buffer_quarantined(big, (MPI_Aint)BIG, &flag);
+    tap_ok_local(flag == 1, "FTW_Buffer_quarantined reports the buffer");
+    FTW_Buffer_quarantined(small, SMALL, &flag);
+    tap_ok_local(flag == 0, "an unrelated buffer is not quarantined");
+
+    rc = MPI_Recv(big + BIG / 2, 16, MPI_BYTE, 2, 2, MPI_COMM_WORLD,
+                  MPI_STATUS_IGNORE);
+    tap_ok_local(class_of(rc) == FTW_ERR_BUFFER_UNUSABLE,
+                 "MPI_Recv into the quarantined range fails at once");
+    rc = MPI_Irecv(big + BIG - 8, 8, MPI_BYTE, 2, 2, MPI_COMM_WORLD, &req);
+    tap_ok_local(class_of(rc) == FTW_ERR_BUFFER_UNUSABLE &&
+                 req == MPI_REQUEST_NULL,
+                 "MPI_Irecv into the quarantined range fails at once");
+
+    rc = MPI_Recv(small, SMALL, MPI_BYTE, 2, 2, MPI_COMM_WORLD,
+                  MPI_STATUS_IGNORE);
+    tap_ok_local(rc == MPI_SUCCESS && tap_check(small, SMALL, 77),
+                 "a receive into another buffer works (checksum)");
+
+    rc = FTW_Buffer_wait_release(big, (MPI_Aint)BIG, 0.2, &released);
+    tap_ok_local(rc == MPI_SUCCESS && released == 0,
+                 "FTW_Buffer_wait_release times out: the transfer never "
+                 "ends");
+
+    ok = FTW_Buffer_quarantined(big, 16, NULL) == MPI_ERR_ARG &&
+         FTW_Buffer_wait_release(big, -1, 0.1, &released) == MPI_ERR_ARG;
+    tap_ok_local(ok, "bad arguments give MPI_ERR_ARG");
+
+    fflush(stdout);
+    MPI_Finalize();
+    return tap_status();
+}
