@@ -61,7 +61,7 @@ build/$(1)/libftwrap.so: $$(OBJS_$(1)) build/$(1)/wrap/.stamp src/ftwrap.map wra
 	mpicc.$(1) -shared -Wl,--version-script=src/ftwrap.map -Wl,-z,defs \
 	  -o $$@ $$(OBJS_$(1)) build/$(1)/wrapobj/*.o -lunwind -lpthread
 
-build/$(1)/tests/%: tests/%.c tests/tap.h include/ftwrap.h build/$(1)/libftwrap.so
+build/$(1)/tests/%: tests/%.c $$(wildcard tests/*.h) include/ftwrap.h build/$(1)/libftwrap.so
 	@mkdir -p build/$(1)/tests
 	mpicc.$(1) -O1 -g -std=gnu11 -Wall -Wextra -Werror -Iinclude -Itests $$< -o $$@ \
 	  $$(if $$(shell grep -l 'ftw-test:.*link=ftwrap' $$<),\

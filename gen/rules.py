@@ -69,7 +69,8 @@ RULES = [
     (r"MPI_(Test|Testall|Testany|Testsome)", "wait", {CORE}),
     (r"MPI_(Start|Startall)", "start", {CORE}),
     (r"MPI_Request_free", "request", {CORE}),
-    (r"MPI_(Cancel|Request_get_status|Test_cancelled)", "request", set()),
+    (r"MPI_Request_get_status", "request", {CORE}),
+    (r"MPI_(Cancel|Test_cancelled)", "request", set()),
     (r"MPIX?_(Grequest_start|Grequest_complete|Grequest_class_create|"
      r"Grequest_class_allocate)", "request", set()),
 

@@ -53,6 +53,13 @@ static void comm_free_record(ftw_comm_t *c)
     free(c->p2p_of);
     free(c->p2p_user);
     free(c->peer_drain_seq);
+    while (c->old_maps != NULL) {
+        struct ftw_map *m = c->old_maps;
+
+        c->old_maps = m->next;
+        free(m->map);
+        free(m);
+    }
     free(c);
 }
 
@@ -256,19 +263,6 @@ ftw_status_t ftw_comm_failed_group(ftw_comm_t *c, MPI_Group *group_p,
     free(ranks);
     *count_p = c->nfailed;
     return FTW_OK;
-}
-
-void ftw_status_to_user(MPI_Comm comm, MPI_Status *status)
-{
-    ftw_comm_t *c;
-    int s;
-
-    if (ftw_likely(ftw_p2p_moved == 0) || status == MPI_STATUS_IGNORE)
-        return;
-    s = status->MPI_SOURCE;
-    c = ftw_comm_get(comm);
-    if (c != NULL && c->p2p_user != NULL && s >= 0)
-        status->MPI_SOURCE = c->p2p_user[s];
 }
 
 void ftw_comm_table_clear(void)

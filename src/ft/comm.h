@@ -11,6 +11,11 @@
 
 #include "util/status.h"
 
+struct ftw_map {
+    struct ftw_map *next;
+    int *map;
+};
+
 typedef struct ftw_comm {
     MPI_Comm user;          /* key: the handle the application holds */
     MPI_Comm native;        /* the communicator traffic runs on */
@@ -31,7 +36,10 @@ typedef struct ftw_comm {
     MPI_Comm p2p;           /* where point-to-point traffic runs */
     int *p2p_of;            /* [size] rank in p2p of each rank, -1 if
                              * excluded; NULL: the same rank */
-    int *p2p_user;          /* [ranks of p2p] the user's rank of each */
+    int *p2p_user;          /* [p2p_n] the user's rank of each rank of p2p */
+    int p2p_n;
+    struct ftw_map *old_maps; /* earlier p2p_user arrays: requests posted
+                             * before a drain still refer to them */
     uint32_t drain_seq;     /* ftw_drain_seq of the last drain_all */
     uint32_t *peer_drain_seq; /* [size] of the last drain_peer, or NULL */
     int interrupt;          /* FTW_Comm_set_interrupt */
@@ -108,9 +116,16 @@ extern int ftw_p2p_moved;
 /* Drains so far in this process. */
 extern _Atomic uint32_t ftw_drain_seq;
 
-/* Turn status->MPI_SOURCE (a rank in the native communicator) back into
- * the user's rank in comm. */
-void ftw_status_to_user(MPI_Comm comm, MPI_Status *status);
+/* Turn status->MPI_SOURCE (a rank in the native communicator the request
+ * ran on, whose rank map is p2p_user[0..n), NULL: the user's own) back
+ * into the user's rank. */
+static inline void ftw_status_to_user(const int *p2p_user, int n,
+                                      MPI_Status *status)
+{
+    if (p2p_user != NULL && status != MPI_STATUS_IGNORE &&
+        status->MPI_SOURCE >= 0 && status->MPI_SOURCE < n)
+        status->MPI_SOURCE = p2p_user[status->MPI_SOURCE];
+}
 
 /* Drop every record (at finalize). */
 void ftw_comm_table_clear(void);

@@ -27,8 +27,17 @@ typedef struct {
     ftw_reqinfo_t info_small[SMALL_N];
     unsigned char has_small[SMALL_N];
     int err_small[SMALL_N];
+    MPI_Status *st;             /* statuses for a caller that ignores them */
+    MPI_Status st_small[SMALL_N];
     int looked_up;
 } reqset_t;
+
+/* Drains happened in this process: completions must be checked for
+ * requests a drain cancelled (ftw_req_completed). */
+static int drains_known(void)
+{
+    return atomic_load_explicit(&ftw_drain_seq, memory_order_relaxed) != 0;
+}
 
 static int reqset_init(reqset_t *s, int n, const MPI_Request reqs[])
 {
@@ -39,12 +48,14 @@ static int reqset_init(reqset_t *s, int n, const MPI_Request reqs[])
         s->info = s->info_small;
         s->has = s->has_small;
         s->err = s->err_small;
+        s->st = s->st_small;
     } else {
         s->saved = malloc(sizeof(*s->saved) * (size_t)n);
         s->info = malloc(sizeof(*s->info) * (size_t)n);
         s->has = malloc((size_t)n);
         s->err = malloc(sizeof(*s->err) * (size_t)n);
-        if (!s->saved || !s->info || !s->has || !s->err) {
+        s->st = malloc(sizeof(*s->st) * (size_t)n);
+        if (!s->saved || !s->info || !s->has || !s->err || !s->st) {
             ftw_error("out of memory for %d requests", n);
             return MPI_ERR_NO_MEM;
         }
@@ -65,7 +76,15 @@ static void reqset_fini(reqset_t *s, const MPI_Request reqs[])
         free(s->info);
         free(s->has);
         free(s->err);
+        free(s->st);
     }
+}
+
+/* The statuses to work with: the caller's, or ftwrap's own when the
+ * caller ignores them and a drain means they must be read. */
+static MPI_Status *reqset_statuses(reqset_t *s, MPI_Status *sts)
+{
+    return sts == MPI_STATUSES_IGNORE && drains_known() ? s->st : sts;
 }
 
 /* Look the requests up once, when a failure makes it worth it. */
@@ -95,7 +114,8 @@ static void reqset_sources(reqset_t *s, int k, const int idx[],
         int i = idx ? idx[j] : j;
 
         if (s->has[i])
-            ftw_status_to_user(s->info[i].comm, &sts[j]);
+            ftw_status_to_user(s->info[i].p2p_user, s->info[i].p2p_n,
+                               &sts[j]);
     }
 }
 
@@ -107,6 +127,28 @@ static MPI_Status *status_at(MPI_Status *sts, int i)
 static int failures_known(void)
 {
     return atomic_load_explicit(&ftw_fail_epoch, memory_order_relaxed) != 0;
+}
+
+/* Completed requests j of k (request idx[j], or j) that a drain had
+ * cancelled end with FTW_ERR_DRAINED; 1 if any did. */
+static int reqset_drained(reqset_t *s, int k, const int idx[],
+                          MPI_Status sts[])
+{
+    int bad = 0;
+
+    if (!drains_known() || sts == MPI_STATUSES_IGNORE)
+        return 0;
+    reqset_lookup(s);
+    for (int j = 0; j < k; j++) {
+        int i = idx ? idx[j] : j;
+
+        if (s->has[i] &&
+            ftw_req_completed(&s->info[i], &sts[j]) == FTW_ERR_DRAINED) {
+            s->err[i] = FTW_ERR_DRAINED;
+            bad = 1;
+        }
+    }
+    return bad;
 }
 
 /* Check request i against the failures; its outcome or FTW_PENDING_CODE. */
@@ -138,7 +180,7 @@ static int single_finish(MPI_Request saved, const ftw_req_t *e,
                          int rc, const char *name, MPI_Status *status)
 {
     if (ftw_unlikely(ftw_p2p_moved) && rc == MPI_SUCCESS && e != NULL)
-        ftw_status_to_user(info->comm, status);
+        ftw_status_to_user(info->p2p_user, info->p2p_n, status);
     if (*req == MPI_REQUEST_NULL)
         ftw_req_del(saved);
     if (e != NULL && ftw_is_own_error(rc))
@@ -190,9 +232,13 @@ int ftw_test(MPI_Request *req, int *flag, MPI_Status *status)
                 *flag = rc != FTW_ERR_ANY_SOURCE_DISABLED;
         }
     }
-    if (e == NULL && ftw_unlikely(ftw_p2p_moved) && *flag &&
-        (e = ftw_req_find(saved)) != NULL)
+    if (e == NULL && *flag && rc == MPI_SUCCESS &&
+        (ftw_unlikely(ftw_p2p_moved) || drains_known()) &&
+        (e = ftw_req_find(saved)) != NULL) {
         info = e->info;
+        if (status != MPI_STATUS_IGNORE)
+            rc = ftw_req_completed(&info, status);
+    }
     return single_finish(saved, e, &info, req, rc, "MPI_Test", status);
 }
 
@@ -214,6 +260,8 @@ static int all_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
         rc = PMPI_Test(&reqs[i], &flag, st);
         if (flag || rc != MPI_SUCCESS) {
             s->err[i] = rc;
+            if (rc == MPI_SUCCESS && st != MPI_STATUS_IGNORE)
+                reqset_drained(s, 1, &i, st);
             continue;
         }
         if (check_failures)
@@ -248,8 +296,9 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
     rc = reqset_init(&s, n, reqs);
     if (rc != MPI_SUCCESS)
         return rc;
+    sts = reqset_statuses(&s, sts);
     ftw_poll_init(&p);
-    while (!failures_known()) {
+    while (!failures_known() && !drains_known()) {
         rc = PMPI_Testall(n, reqs, &flag, sts);
         if (rc != MPI_SUCCESS || flag) {
             reqset_sources(&s, n, NULL, sts);
@@ -277,10 +326,18 @@ int ftw_testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
     rc = reqset_init(&s, n, reqs);
     if (rc != MPI_SUCCESS)
         return rc;
+    sts = reqset_statuses(&s, sts);
     rc = PMPI_Testall(n, reqs, flag, sts);
-    if (rc != MPI_SUCCESS || *flag || !failures_known()) {
-        if (*flag)
-            reqset_sources(&s, n, NULL, sts);
+    if (rc == MPI_SUCCESS && *flag) {
+        for (int i = 0; i < n; i++)
+            s.err[i] = MPI_SUCCESS;
+        if (reqset_drained(&s, n, NULL, sts))
+            rc = all_result(&s, sts, "MPI_Testall");
+        reqset_sources(&s, n, NULL, sts);
+        reqset_fini(&s, reqs);
+        return rc;
+    }
+    if (rc != MPI_SUCCESS || !failures_known()) {
         reqset_fini(&s, reqs);
         return rc;
     }
@@ -332,18 +389,25 @@ static int any_common(int n, MPI_Request reqs[], int *index, int *flag,
     ftw_poll_t p;
     int rc;
 
+    MPI_Status local;
+
     rc = reqset_init(&s, n, reqs);
     if (rc != MPI_SUCCESS)
         return rc;
+    if (status == MPI_STATUS_IGNORE && drains_known())
+        status = &local;
     ftw_poll_init(&p);
     for (;;) {
         int code, i;
 
         rc = PMPI_Testany(n, reqs, index, flag, status);
         if (rc != MPI_SUCCESS || *flag) {
-            if (*flag && *index != MPI_UNDEFINED &&
-                status != MPI_STATUS_IGNORE)
+            if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED &&
+                status != MPI_STATUS_IGNORE) {
+                if (reqset_drained(&s, 1, index, status))
+                    rc = reqset_raise(&s, name, FTW_ERR_DRAINED);
                 reqset_sources(&s, 1, index, status);
+            }
             break;
         }
         if (ftw_poll_changed(&p) || !blocking) {
@@ -392,6 +456,7 @@ static int some_common(int n, MPI_Request reqs[], int *outcount,
     rc = reqset_init(&s, n, reqs);
     if (rc != MPI_SUCCESS)
         return rc;
+    sts = reqset_statuses(&s, sts);
     ftw_poll_init(&p);
     for (;;) {
         rc = PMPI_Testsome(n, reqs, outcount, indices, sts);
@@ -399,6 +464,7 @@ static int some_common(int n, MPI_Request reqs[], int *outcount,
             break;
         for (int k = 0; k < *outcount; k++)
             s.err[indices[k]] = MPI_SUCCESS;
+        bad |= reqset_drained(&s, *outcount, indices, sts);
         reqset_sources(&s, *outcount, indices, sts);
         if ((ftw_poll_changed(&p) || !blocking) && failures_known()) {
             for (int i = 0; i < n; i++) {
@@ -486,6 +552,19 @@ int ftw_startall(int n, MPI_Request reqs[])
             return rc;
     }
     return PMPI_Startall(n, reqs);
+}
+
+int ftw_request_get_status(MPI_Request req, int *flag, MPI_Status *status)
+{
+    ftw_req_t *e;
+    int rc;
+
+    ftw_wrap_check();
+    rc = PMPI_Request_get_status(req, flag, status);
+    if (ftw_unlikely(ftw_p2p_moved) && rc == MPI_SUCCESS && *flag &&
+        (e = ftw_req_find(req)) != NULL)
+        ftw_status_to_user(e->info.p2p_user, e->info.p2p_n, status);
+    return rc;
 }
 
 int ftw_request_free(MPI_Request *req)

@@ -47,6 +47,9 @@ static void cancel_receives(ftw_req_t *e, void *arg)
     PMPI_Cancel(&e->key);
 }
 
+/* A request the drain cancelled completes "cancelled"; its wait reports
+ * FTW_ERR_DRAINED (ftw_req_completed). */
+
 /* Move c's point-to-point traffic to a new communicator of the processes
  * not in failed[]. */
 static int drain_move(ftw_comm_t *c, const uint8_t *failed)
@@ -88,9 +91,18 @@ static int drain_move(ftw_comm_t *c, const uint8_t *failed)
     }
     c->p2p = p2p;
     free(c->p2p_of);
-    free(c->p2p_user);
+    if (c->p2p_user != NULL) {
+        struct ftw_map *m = malloc(sizeof(*m));
+
+        if (m != NULL) {
+            m->map = c->p2p_user;
+            m->next = c->old_maps;
+            c->old_maps = m;
+        }   /* else it leaks: a request may still refer to it */
+    }
     c->p2p_of = p2p_of;
     c->p2p_user = p2p_user;
+    c->p2p_n = n;
     p2p_of = p2p_user = NULL;
 out:
     free(excl);

@@ -27,6 +27,10 @@
 #define TAG_RELEASE 2
 
 static int finalized_locally;
+static int finalize_failures;   /* the survivors' barrier saw failures */
+
+/* Exit status when the native finalize hangs without any failure. */
+#define FTW_FINALIZE_HUNG 70
 
 /* Lowest live world rank. */
 static int lowest_live(void)
@@ -115,10 +119,17 @@ static void *watchdog(void *arg)
     pthread_mutex_unlock(&wd_lock);
     if (done)
         return NULL;
-    ftw_warn("MPI_Finalize did not return within %g s (a process failed "
-             "during it); ending the process with status 0", t);
     fflush(NULL);
-    _exit(0);
+    if (atomic_load(&ftw_fail_epoch) != 0 || finalize_failures) {
+        ftw_warn("MPI_Finalize did not return within %g s after process "
+                 "failures; ending the process with status 0", t);
+        _exit(0);
+    }
+    /* Without any failure the hang is the MPI's; say so in the status. */
+    ftw_error("MPI_Finalize did not return within %g s although no "
+              "process failed; ending the process with status %d", t,
+              FTW_FINALIZE_HUNG);
+    _exit(FTW_FINALIZE_HUNG);
     return NULL;
 }
 
@@ -149,6 +160,7 @@ int ftw_finalize_run(MPI_Comm ctl, int me)
     ftw_wrap_check();
     if (ctl != MPI_COMM_NULL)
         failures = survivor_barrier(ctl, me);
+    finalize_failures = failures;
     ftw_detect_quiesce();
 #if defined(MPICH)
     if (failures) {

@@ -34,6 +34,7 @@ void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
     op->info.coll_gen = 0;
     op->info.owned = NULL;
     op->info.buf = NULL;
+    op->info.p2p_user = NULL;
     op->native = comm;
     op->npeer = peer;
     op->npeer2 = FTW_NO_PEER;
@@ -57,6 +58,8 @@ void ftw_op_route(ftw_op_t *op)
     if (c == NULL)
         return;
     op->native = c->p2p;
+    op->info.p2p_user = c->p2p_user;
+    op->info.p2p_n = c->p2p_n;
     op->npeer = ftw_comm_p2p_rank(c, op->info.peer);
     if (op->info.peer2 != FTW_NO_PEER)
         op->npeer2 = ftw_comm_p2p_rank(c, op->info.peer2);
@@ -429,17 +432,41 @@ int ftw_req_doomed(const ftw_reqinfo_t *info)
            ftw_comm_any_disabled(c);
 }
 
+int ftw_req_completed(const ftw_reqinfo_t *info, MPI_Status *st)
+{
+    ftw_comm_t *c;
+    int cancelled = 0;
+
+    if (info == NULL || info->kind != FTW_OP_RECV ||
+        atomic_load_explicit(&ftw_drain_seq, memory_order_relaxed) ==
+            info->drain_seq)
+        return MPI_SUCCESS;
+    c = ftw_comm_get(info->comm);
+    if (c == NULL || !ftw_req_drained(c, info))
+        return MPI_SUCCESS;
+    PMPI_Test_cancelled(st, &cancelled);
+    if (!cancelled)
+        return MPI_SUCCESS;
+    ftw_status_fail(st, FTW_ERR_DRAINED, info->peer);
+    return FTW_ERR_DRAINED;
+}
+
 int ftw_req_wait(const ftw_reqinfo_t *info, MPI_Request *req,
                  MPI_Status *status, int blocking)
 {
+    MPI_Status local;
     ftw_poll_t p;
 
+    if (status == MPI_STATUS_IGNORE)
+        status = &local;
     ftw_poll_init(&p);
     for (;;) {
         int flag = 0, rc = PMPI_Test(req, &flag, status);
 
-        if (rc != MPI_SUCCESS || flag)
+        if (rc != MPI_SUCCESS)
             return rc;
+        if (flag)
+            return ftw_req_completed(info, status);
         if (ftw_poll_changed(&p) && info != NULL) {
             rc = ftw_req_failcheck(info, req, status, blocking);
             if (rc != FTW_PENDING_CODE)
@@ -545,7 +572,7 @@ int ftw_op_wait(ftw_op_t *op, int rc, MPI_Status *status)
         PMPI_Status_set_elements(status, MPI_BYTE, 0);
     }
     if (rc == MPI_SUCCESS)
-        ftw_status_to_user(op->info.comm, status);
+        ftw_status_to_user(op->info.p2p_user, op->info.p2p_n, status);
     if (ftw_is_own_error(rc)) {
         ftw_comm_t *c = ftw_comm_get(op->info.comm);
         int bad = c ? op_failed_peer(c, &op->info) : -1;

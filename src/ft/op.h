@@ -166,6 +166,10 @@ void ftw_poll_idle(ftw_poll_t *p);
 int ftw_req_failcheck(const ftw_reqinfo_t *info, MPI_Request *req,
                       MPI_Status *status, int blocking);
 
+/* A request just completed with status st: FTW_ERR_DRAINED (st filled)
+ * if a drain cancelled it, else MPI_SUCCESS. */
+int ftw_req_completed(const ftw_reqinfo_t *info, MPI_Status *st);
+
 /* Nonzero if a drain cut the request's traffic since it was posted. */
 int ftw_req_drained(const ftw_comm_t *c, const ftw_reqinfo_t *info);
 

@@ -107,7 +107,7 @@ static int probe_loop(ftw_op_t *op, int tag, MPI_Message *message,
         else
             rc = PMPI_Iprobe(op->npeer, tag, op->native, &flag, status);
         if (rc != MPI_SUCCESS || flag) {
-            ftw_status_to_user(comm, status);
+            ftw_status_to_user(op->info.p2p_user, op->info.p2p_n, status);
             return rc;
         }
         if (ftw_poll_changed(&p)) {
@@ -144,7 +144,7 @@ int ftw_iprobe(int source, int tag, MPI_Comm comm, int *flag,
     }
     rc = PMPI_Iprobe(op.npeer, tag, op.native, flag, status);
     if (rc == MPI_SUCCESS && *flag)
-        ftw_status_to_user(comm, status);
+        ftw_status_to_user(op.info.p2p_user, op.info.p2p_n, status);
     return rc;
 }
 
@@ -188,6 +188,6 @@ int ftw_improbe(int source, int tag, MPI_Comm comm, int *flag,
     rc = PMPI_Improbe(op.npeer, tag, op.native, flag, message, &st);
     if (rc != MPI_SUCCESS || !*flag)
         return rc;
-    ftw_status_to_user(comm, &st);
+    ftw_status_to_user(op.info.p2p_user, op.info.p2p_n, &st);
     return mprobe_note(rc, comm, message, &st, status);
 }

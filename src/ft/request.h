@@ -35,6 +35,9 @@ typedef struct {
     uint32_t epoch0;    /* failure epoch when posted (interrupt mode) */
     void *owned;        /* memory the native request uses, freed with the
                          * request (or by the graveyard) */
+    const int *p2p_user; /* the rank map of the native communicator it was
+                          * posted on (ftw_comm_t.p2p_user), or NULL */
+    int p2p_n;
     void *buf;          /* a receive's buffer, count and type, for the */
     MPI_Count count;    /* quarantine; buf NULL: unknown */
     MPI_Datatype dt;
