@@ -142,7 +142,7 @@ FTW_EXPORT int FTW_Comm_set_failhandler(MPI_Comm comm,
     if (errhandler != FTW_FAILHANDLER_NULL) {
         fn = eh_function(errhandler);
         if (fn == NULL) {
-            ftw_error("FTW_Comm_set_failhandler: the error handler was not "
+            ftw_error("the error handler was not "
                       "made by MPI_Comm_create_errhandler");
             return MPI_ERR_ARG;
         }
@@ -176,7 +176,7 @@ FTW_EXPORT int FTW_Failhandler_set_mode(int mode)
         mode != FTW_FAILHANDLER_MODE_SUBSET)
         return MPI_ERR_ARG;
     if (fh_mode_frozen && mode != fh_mode) {
-        ftw_error("FTW_Failhandler_set_mode: the mode is set before the "
+        ftw_error("the mode is set before the "
                   "first failure handler is registered");
         return MPI_ERR_OTHER;
     }
