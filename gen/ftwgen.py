@@ -492,7 +492,20 @@ def set_buf(buf, count, dt):
 
 
 def body_post(f, names, comm, peer, kind, request, peer2=None, rbuf=None):
-    out = "    ftw_op_t op;\n\n" + op_begin(f, comm, peer, kind)
+    out = "    ftw_op_t op;\n\n"
+    if not peer2:
+        # The fast path: the MPI's call, then a bare record of the request.
+        buf = rbuf if rbuf else ("NULL", "0", "MPI_DATATYPE_NULL")
+        out += ("    if (ftw_quiet()) {\n"
+                "        int rc = %s;\n\n"
+                "        if (rc == MPI_SUCCESS)\n"
+                "            ftw_req_add_quiet(*%s, %s, %s, %s, %d, %s, %s, "
+                "%s);\n"
+                "        return rc;\n    }\n"
+                % (f.call(f.pname), request, comm, peer, kind,
+                   1 if PERSISTENT_ in f.attrs else 0,
+                   "(void *)" + buf[0] if rbuf else buf[0], buf[1], buf[2]))
+    out += op_begin(f, comm, peer, kind)
     if rbuf:
         out += set_buf(*rbuf)
     if PERSISTENT_ in f.attrs:

@@ -203,6 +203,9 @@ FTW_EXPORT int FTW_Comm_drain_peer(MPI_Comm comm, int peer)
         c->peer_drain_seq = calloc((size_t)c->size, sizeof(uint32_t));
         if (c->peer_drain_seq == NULL)
             return MPI_ERR_NO_MEM;
+        /* Requests must record the drain sequence from now on: the fast
+         * path, which records none, is over. */
+        ftw_noisy++;
     }
     c->peer_drain_seq[peer] = atomic_fetch_add(&ftw_drain_seq, 1) + 1;
     ftw_req_foreach(cancel_receives, &want);

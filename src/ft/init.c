@@ -5,6 +5,7 @@
 #include "ft/comm.h"
 #include "ft/ft.h"
 #include "ft/op.h"
+#include "ft/request.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/stats.h"
@@ -64,6 +65,12 @@ int ftw_init_after(int rc)
     if (rc != MPI_SUCCESS)
         return rc;
     ftw_config_load();
+    {
+        int level = MPI_THREAD_SINGLE;
+
+        PMPI_Query_thread(&level);
+        ftw_threaded = level == MPI_THREAD_MULTIPLE;
+    }
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     ftw_log_set_rank(world_rank);
     register_error_classes();

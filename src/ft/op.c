@@ -285,6 +285,8 @@ int ftw_poll_changed(ftw_poll_t *p)
     return 1;
 }
 
+#define FTW_SPINS_BEFORE_YIELD 20000
+
 void ftw_poll_idle(ftw_poll_t *p)
 {
     p->spins++;
@@ -293,8 +295,9 @@ void ftw_poll_idle(ftw_poll_t *p)
     if ((p->spins & 63) == 0)
         ftw_grave_progress();
     /* Waiting long: give the core to the processes this one waits for
-     * (jobs often have more ranks than cores). */
-    if (p->spins > 2000)
+     * (jobs often have more ranks than cores), now and then, so a waiter
+     * that has the core to itself loses little. */
+    if (p->spins > FTW_SPINS_BEFORE_YIELD && (p->spins & 15) == 0)
         sched_yield();
 }
 
@@ -499,7 +502,7 @@ int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
         }
         if (ftw_unlikely(!ftw_quiet()))
             break;
-        if (++spins > 2000)
+        if (++spins > FTW_SPINS_BEFORE_YIELD && (spins & 15) == 0)
             sched_yield();
     }
     /* Posted while quiet: no drain had moved anything (drain_seq 0), and

@@ -2,37 +2,104 @@
 #include "ft/request.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ft/quarantine.h"
 #include "util/log.h"
 #include "util/stats.h"
 
+/* Request handles are pointers (Open MPI) or small integers (MPICH): a
+ * multiplicative hash spreads both and costs a few cycles, where uthash's
+ * default hashes the key byte by byte.  Only this file uses the table. */
+#undef HASH_FUNCTION
+#define HASH_FUNCTION(keyptr, keylen, hashv)                               \
+    do {                                                                    \
+        uint64_t k_ = 0;                                                    \
+        memcpy(&k_, (keyptr), (keylen) < 8 ? (keylen) : 8);                \
+        (hashv) = (unsigned)((k_ * 0x9E3779B97F4A7C15ull) >> 32);           \
+    } while (0)
+
 int ftw_req_count;
+int ftw_threaded;       /* MPI_THREAD_MULTIPLE: the table needs its lock */
 static ftw_req_t *req_table;
 static ftw_req_t *req_free_list;   /* recycled entries, linked by hh.next */
 static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info)
+/* Only a process whose threads may call MPI at once pays for the lock. */
+static inline void req_table_lock(void)
 {
-    ftw_req_t *e, *old;
+    if (ftw_threaded)
+        pthread_mutex_lock(&req_lock);
+}
 
-    if (req == MPI_REQUEST_NULL)
-        return;
-    pthread_mutex_lock(&req_lock);
+static inline void req_table_unlock(void)
+{
+    if (ftw_threaded)
+        pthread_mutex_unlock(&req_lock);
+}
+
+/* A free entry for req, the table locked; NULL (unlocked) if out of
+ * memory. */
+static ftw_req_t *req_entry_get(MPI_Request req)
+{
+    ftw_req_t *e;
+
+    req_table_lock();
     e = req_free_list;
     if (e != NULL)
         req_free_list = e->hh.next;
     else
         e = malloc(sizeof(*e));
     if (e == NULL) {
-        pthread_mutex_unlock(&req_lock);
+        req_table_unlock();
         ftw_warn_sparse("out of memory: a request will not be watched for "
                         "peer failures");
-        return;
+        return NULL;
     }
     e->key = req;
+    return e;
+}
+
+static void req_entry_insert(ftw_req_t *e);
+
+void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info)
+{
+    ftw_req_t *e;
+
+    if (req == MPI_REQUEST_NULL || (e = req_entry_get(req)) == NULL)
+        return;
     e->info = *info;
+    req_entry_insert(e);
+}
+
+void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
+                       int persistent, void *buf, MPI_Count count,
+                       MPI_Datatype dt)
+{
+    ftw_req_t *e;
+
+    if (req == MPI_REQUEST_NULL || (e = req_entry_get(req)) == NULL)
+        return;
+    memset(&e->info, 0, sizeof(e->info));
+    e->info.comm = comm;
+    e->info.peer = peer;
+    e->info.peer2 = FTW_NO_PEER;
+    e->info.kind = (uint8_t)kind;
+    e->info.persistent = (uint8_t)persistent;
+    e->info.buf = buf;
+    e->info.count = count;
+    e->info.dt = dt;
+    req_entry_insert(e);
+}
+
+/* Insert e (the table locked) and unlock. */
+static void req_entry_insert(ftw_req_t *e)
+{
+    ftw_req_t *old;
+    MPI_Request req = e->key;
+
     HASH_FIND(hh, req_table, &req, sizeof(req), old);
     if (old != NULL) {
         /* The MPI reused a handle whose completion ftwrap did not see. */
@@ -43,7 +110,7 @@ void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info)
     }
     HASH_ADD(hh, req_table, key, sizeof(e->key), e);
     ftw_req_count++;
-    pthread_mutex_unlock(&req_lock);
+    req_table_unlock();
 }
 
 ftw_req_t *ftw_req_find(MPI_Request req)
@@ -52,9 +119,9 @@ ftw_req_t *ftw_req_find(MPI_Request req)
 
     if (ftw_req_count == 0 || req == MPI_REQUEST_NULL)
         return NULL;
-    pthread_mutex_lock(&req_lock);
+    req_table_lock();
     HASH_FIND(hh, req_table, &req, sizeof(req), e);
-    pthread_mutex_unlock(&req_lock);
+    req_table_unlock();
     return e;
 }
 
@@ -76,30 +143,30 @@ void ftw_req_del(MPI_Request req)
 {
     if (ftw_req_count == 0 || req == MPI_REQUEST_NULL)
         return;
-    pthread_mutex_lock(&req_lock);
+    req_table_lock();
     req_del_locked(req);
-    pthread_mutex_unlock(&req_lock);
+    req_table_unlock();
 }
 
 void ftw_req_reap(int n, const MPI_Request before[], const MPI_Request after[])
 {
     if (ftw_req_count == 0)
         return;
-    pthread_mutex_lock(&req_lock);
+    req_table_lock();
     for (int i = 0; i < n; i++)
         if (before[i] != MPI_REQUEST_NULL && after[i] == MPI_REQUEST_NULL)
             req_del_locked(before[i]);
-    pthread_mutex_unlock(&req_lock);
+    req_table_unlock();
 }
 
 void ftw_req_foreach(void (*fn)(ftw_req_t *e, void *arg), void *arg)
 {
     ftw_req_t *e, *tmp;
 
-    pthread_mutex_lock(&req_lock);
+    req_table_lock();
     HASH_ITER(hh, req_table, e, tmp)
         fn(e, arg);
-    pthread_mutex_unlock(&req_lock);
+    req_table_unlock();
 }
 
 /* ---- graveyard ---------------------------------------------------------- */
@@ -141,37 +208,37 @@ void ftw_grave_add(MPI_Request req)
     ftw_req_t *e;
     void *owned = NULL;
 
-    pthread_mutex_lock(&req_lock);
+    req_table_lock();
     HASH_FIND(hh, req_table, &req, sizeof(req), e);
     if (e != NULL) {
         owned = e->info.owned;
         e->info.owned = NULL;
     }
     grave_add_locked(req, owned);
-    pthread_mutex_unlock(&req_lock);
+    req_table_unlock();
 }
 
 void ftw_grave_add_quarantined(MPI_Request req, unsigned qid)
 {
     ftw_grave_add(req);
-    pthread_mutex_lock(&req_lock);
+    req_table_lock();
     if (grave_n > 0 && grave[grave_n - 1].req == req)
         grave[grave_n - 1].qid = qid;
-    pthread_mutex_unlock(&req_lock);
+    req_table_unlock();
 }
 
 void ftw_grave_add_owned(MPI_Request req, void *owned)
 {
-    pthread_mutex_lock(&req_lock);
+    req_table_lock();
     grave_add_locked(req, owned);
-    pthread_mutex_unlock(&req_lock);
+    req_table_unlock();
 }
 
 void ftw_grave_progress(void)
 {
     if (grave_n == 0)
         return;
-    pthread_mutex_lock(&req_lock);
+    req_table_lock();
     for (int i = 0; i < grave_n;) {
         int flag = 0;
 
@@ -184,7 +251,7 @@ void ftw_grave_progress(void)
             i++;
         }
     }
-    pthread_mutex_unlock(&req_lock);
+    req_table_unlock();
 }
 
 int ftw_grave_count(void)

@@ -50,9 +50,16 @@ typedef struct ftw_req {
 } ftw_req_t;
 
 extern int ftw_req_count;   /* entries in the table; 0 skips lookups */
+extern int ftw_threaded;    /* set at MPI_Init for MPI_THREAD_MULTIPLE */
 
 /* Record req (after a successful native post). */
 void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info);
+
+/* The same for a request posted on the fast path (ftw_quiet): nothing
+ * moved, no failure known, so the rest of the record is zero. */
+void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
+                       int persistent, void *buf, MPI_Count count,
+                       MPI_Datatype dt);
 
 /* The entry of a handle, or NULL. */
 ftw_req_t *ftw_req_find(MPI_Request req);
