@@ -13,16 +13,12 @@
  * The runner checks through ftwrun's report that exactly rank 3 failed
  * (signal:KILL) and ranks 0-2 exited 0.
  *
- * How the survivors end: not with MPI_Finalize.  Finalize synchronises
- * with every process of MPI_COMM_WORLD (a PMIx fence in Open MPI, a PMI
- * barrier in MPICH), which can never complete with rank 3 dead; making
- * finalize work after a failure is ftwrap's job and not yet done.  So the
- * survivors build a communicator of ranks 0-2 with MPI_Comm_create_group
- * (collective over the group's members only, so rank 3 is not needed),
- * meet in a barrier on it, so that no survivor leaves while a peer still
- * waits for one of its messages, then flush stdio and _exit() with their
- * TAP status.  _exit() bypasses MPI's atexit handlers, which could
- * otherwise try to talk to the dead rank.
+ * How the survivors end: they build a communicator of ranks 0-2 with
+ * MPI_Comm_create_group (collective over the group's members only, so
+ * rank 3 is not needed), meet in a barrier on it, and call MPI_Finalize,
+ * which ftwrap makes return after a failure (the MPI's own would wait for
+ * rank 3 forever).  A survivor that left with _exit() instead would look
+ * like one more failure to the others.
  */
 #include <mpi.h>
 #include <signal.h>
@@ -166,10 +162,16 @@ int main(int argc, char **argv)
         tap_diag("survivors' barrier failed");
 
     /* Ranks 1 and 2 print nothing; their exit status carries their own
-     * verdict into ftwrun's report as well. */
+     * verdict into ftwrun's report as well.  MPI_Finalize returns after
+     * the failure (ftwrap's survivors' barrier, then the MPI's own or a
+     * local teardown): a survivor leaving without it would look like one
+     * more failure to the others. */
+    if (comm != MPI_COMM_NULL)
+        MPI_Comm_free(&comm);
     fflush(stdout);
     fflush(stderr);
+    MPI_Finalize();
     if (rank == 0)
-        _exit(tap_status());
-    _exit(ok && rc == MPI_SUCCESS ? 0 : 1);
+        return tap_status();
+    return ok && rc == MPI_SUCCESS ? 0 : 1;
 }

@@ -14,7 +14,8 @@ static int failures_known(void)
     return atomic_load_explicit(&ftw_fail_epoch, memory_order_relaxed) != 0;
 }
 
-int ftw_coll_begin(ftw_coll_t *co, const char *name, MPI_Comm comm)
+/* ftw_coll_begin without raising: 1 if the communicator is inactive. */
+static int coll_begin_quiet(ftw_coll_t *co, const char *name, MPI_Comm comm)
 {
     ftw_wrap_check();
     ftw_inject(FTW_INJECT_COLL);
@@ -34,13 +35,17 @@ int ftw_coll_begin(ftw_coll_t *co, const char *name, MPI_Comm comm)
         return 0;
     ftw_comm_refresh(co->c);
     co->gen = co->c->coll_gen;
-    if (!co->c->coll_active) {
-        co->rc = ftw_raise(comm, FTW_ERR_PROC_FAIL_STOP, name, -1);
-        return 1;
-    }
     co->native = co->c->coll;
     co->rotated = co->c->surv != NULL;
-    return 0;
+    return !co->c->coll_active;
+}
+
+int ftw_coll_begin(ftw_coll_t *co, const char *name, MPI_Comm comm)
+{
+    if (!coll_begin_quiet(co, name, comm))
+        return 0;
+    co->rc = ftw_raise(comm, FTW_ERR_PROC_FAIL_STOP, name, -1);
+    return 1;
 }
 
 /* A collective whose communicator lost a process may still finish with
@@ -160,13 +165,10 @@ int ftw_create_begin_group(ftw_coll_t *co, const char *name, MPI_Comm parent,
     MPI_Group all;
     int n, *ranks, *in_parent, bad = -1;
 
-    if (ftw_coll_begin(co, name, parent) == 0 || co->c == NULL)
+    if (coll_begin_quiet(co, name, parent) == 0 || co->c == NULL)
         return 0;
     /* Only the group's members take part: an inactive parent matters only
      * if one of them failed. */
-    co->rc = MPI_SUCCESS;
-    co->native = co->c->coll;
-    co->rotated = co->c->surv != NULL;
     PMPI_Group_size(group, &n);
     ranks = malloc(sizeof(int) * (size_t)(n ? n : 1));
     in_parent = malloc(sizeof(int) * (size_t)(n ? n : 1));
