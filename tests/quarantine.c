@@ -1,4 +1,4 @@
-/* ftw-test: np=3 mode=ftwrap timeout=40 link=ftwrap expect-failed=1 fate=1:signal:KILL env=OMPI_MCA_btl_vader_single_copy_mechanism=none */
+/* ftw-test: np=3 mode=ftwrap timeout=40 link=ftwrap expect-failed=1 fate=1:signal:KILL env=OMPI_MCA_btl_vader_single_copy_mechanism=none mpi=openmpi */
 /*
  * quarantine - a receive the MPI cannot let go quarantines its buffer.
  *
@@ -13,7 +13,15 @@
  *
  * Open MPI's single-copy (CMA) path copies the whole message in one call
  * that outlives the sender, so the test turns it off to get a transfer in
- * fragments; MPICH runs under ftwrun with UCX's CMA transport off.
+ * fragments.
+ *
+ * Open MPI only, for now: on MPICH 4.0 with UCX's shared-memory
+ * transports the receive does end with FTW_ERR_BUFFER_UNUSABLE and the
+ * quarantine works, but UCX then stalls other traffic of the receiver now
+ * and then (seen: a later send or MPI_Finalize's barrier never
+ * completes, 1 run in 3), and with UCX's CMA transport the receiver is
+ * aborted.  ftwrap's own rendezvous, which keeps large messages away from
+ * the MPI's, is the way out.
  */
 #include <mpi.h>
 #include <signal.h>
@@ -25,7 +33,7 @@
 #include "tap.h"
 
 #define BIG ((size_t)256 << 20)
-#define SMALL 4096
+#define SMALL 256    /* eager on every transport */
 
 static int class_of(int rc)
 {
@@ -55,10 +63,13 @@ int main(int argc, char **argv)
         pause();                        /* killed before the send ends */
     }
     if (rank == 2) {
-        usleep(10000);
-        kill(pids[1], SIGKILL);
+        /* The message rank 0 receives elsewhere later goes first: seen on
+         * MPICH with UCX shared memory, traffic sent after a peer died in
+         * the middle of a rendezvous can stall. */
         tap_fill(small, SMALL, 77);
         MPI_Send(small, SMALL, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
+        usleep(10000);
+        kill(pids[1], SIGKILL);
         MPI_Finalize();
         return 0;
     }

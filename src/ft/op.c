@@ -303,6 +303,30 @@ void ftw_poll_idle(ftw_poll_t *p)
 
 /* The peer of a receive failed: take the request back from the MPI.  A
  * message that arrived before the failure is still delivered. */
+/* May the receive be cancelled?  MPICH's cancel of a receive that
+ * already matched a large (rendezvous) message waits for the transfer
+ * to finish, forever if the sender died (seen with UCX's shared-memory
+ * transports); such a receive from a failed process is given up without
+ * a cancel, and its buffer quarantined.  A receive no larger than
+ * FTW_EAGER_MAX can only have matched an eager message, which is whole
+ * once matched. */
+static int recv_cancellable(const ftw_reqinfo_t *info, int source)
+{
+#if defined(MPICH)
+    MPI_Count size;
+
+    if (source < 0 || info->buf == NULL)
+        return 1;
+    if (PMPI_Type_size_x(info->dt, &size) != MPI_SUCCESS)
+        return 1;
+    return info->count * size <= (MPI_Count)ftw_cfg.eager_max;
+#else
+    (void)info;
+    (void)source;
+    return 1;
+#endif
+}
+
 static int recv_cancel(const ftw_reqinfo_t *info, MPI_Request *req,
                        MPI_Status *status, int source, int code)
 {
@@ -311,7 +335,7 @@ static int recv_cancel(const ftw_reqinfo_t *info, MPI_Request *req,
 
     for (int i = 0; i < 3 && !flag; i++)
         PMPI_Test(req, &flag, &st);
-    if (!flag) {
+    if (!flag && recv_cancellable(info, source)) {
         PMPI_Cancel(req);
         for (int i = 0; i < 1000 && !flag; i++)
             PMPI_Test(req, &flag, &st);
