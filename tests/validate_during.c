@@ -28,8 +28,10 @@
 #include "tap.h"
 
 #define NP 4
+#ifndef VICTIM              /* validate_during0.c sets it to 0 */
 #define VICTIM 1
 #define VICTIM_S "1"
+#endif
 #define NSURV 3
 #define BOUND 5.0              /* seconds a call may take after the kill */
 #define ENTER_DELAY_US 50000   /* victim: barrier to entering validate */
