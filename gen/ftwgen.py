@@ -362,6 +362,46 @@ def coll_base(f):
     return name, sfx
 
 
+# Where each collective writes at a process, by parameter position:
+# (kind, buf, count, type, counts, displs, types, root rule, scaled).
+# Root rule: "root" (the root only), "all", "notroot" (all but the root).
+RSPAN = {
+    "Bcast": ("PLAIN", 0, 1, 2, None, None, None, ("notroot", 3), 0),
+    "Reduce": ("PLAIN", 1, 2, 3, None, None, None, ("root", 5), 0),
+    "Allreduce": ("PLAIN", 1, 2, 3, None, None, None, ("all",), 0),
+    "Scan": ("PLAIN", 1, 2, 3, None, None, None, ("all",), 0),
+    "Exscan": ("PLAIN", 1, 2, 3, None, None, None, ("all",), 0),
+    "Gather": ("PLAIN", 3, 4, 5, None, None, None, ("root", 6), 1),
+    "Gatherv": ("V", 3, None, 6, 4, 5, None, ("root", 7), 0),
+    "Scatter": ("PLAIN", 3, 4, 5, None, None, None, ("all",), 0),
+    "Scatterv": ("PLAIN", 4, 5, 6, None, None, None, ("all",), 0),
+    "Allgather": ("PLAIN", 3, 4, 5, None, None, None, ("all",), 1),
+    "Allgatherv": ("V", 3, None, 6, 4, 5, None, ("all",), 0),
+    "Alltoall": ("PLAIN", 3, 4, 5, None, None, None, ("all",), 1),
+    "Alltoallv": ("V", 4, None, 7, 5, 6, None, ("all",), 0),
+    "Alltoallw": ("W", 4, None, None, 5, 6, 7, ("all",), 0),
+    "Reduce_scatter": ("MINE", 1, None, 3, 2, None, None, ("all",), 0),
+    "Reduce_scatter_block": ("PLAIN", 1, 2, 3, None, None, None, ("all",),
+                             0),
+}
+
+
+def coll_recv_span(f, base):
+    """The ftw_coll_recv() call describing where f writes, or ""."""
+    if base not in RSPAN:
+        return ""
+    kind, buf, cnt, dt, cnts, disp, dts, rule, scaled = RSPAN[base]
+    n = [p.name for p in f.params]
+    root = {"root": lambda: n[rule[1]], "all": lambda: "-1",
+            "notroot": lambda: "-(%s) - 2" % n[rule[1]]}[rule[0]]()
+    arg = lambda i, none: n[i] if i is not None else none
+    return ("    ftw_coll_recv(&co.rspan, FTW_RSPAN_%s, %s, %d, %s, %s, %s, "
+            "%s, %s, %s);\n" % (kind, root, scaled, n[buf], arg(cnt, "0"),
+                                arg(dt, "MPI_DATATYPE_NULL"),
+                                arg(cnts, "NULL"), arg(disp, "NULL"),
+                                arg(dts, "NULL")))
+
+
 def body_coll(f):
     comm = comm_param(f)
     base, sfx = coll_base(f)
@@ -373,6 +413,8 @@ def body_coll(f):
     out = ("    ftw_coll_t co;\n\n"
            "    if (ftw_coll_begin(&co, \"%s\", %s)) {\n%s"
            "        return co.rc;\n    }\n" % (f.name, comm, fail_req))
+    if not sfx and rules.PERSISTENT not in f.attrs:
+        out += coll_recv_span(f, base)
     if rules.PERSISTENT in f.attrs or base not in XCOLL or sfx:
         rotated = "        return ftw_coll_unsupported(&co);\n"
     elif req:

@@ -7,6 +7,7 @@
 #include "ft/agree.h"
 #include "ft/ft.h"
 #include "ft/op.h"
+#include "ft/quarantine.h"
 #include "util/log.h"
 
 static int failures_known(void)
@@ -26,6 +27,7 @@ static int coll_begin_quiet(ftw_coll_t *co, const char *name, MPI_Comm comm)
     co->rc = MPI_SUCCESS;
     co->req = MPI_REQUEST_NULL;
     co->owned = NULL;
+    co->rspan.kind = FTW_RSPAN_NONE;
     co->gen = 0;
     co->c = NULL;
     if (ftw_likely(!failures_known()))
@@ -46,6 +48,61 @@ int ftw_coll_begin(ftw_coll_t *co, const char *name, MPI_Comm comm)
         return 0;
     co->rc = ftw_raise(comm, FTW_ERR_PROC_FAIL_STOP, name, -1);
     return 1;
+}
+
+/* The bytes the collective may write here: 0 if none or unknown. */
+static int coll_span(const ftw_coll_t *co, const void **buf_p,
+                     MPI_Count *count_p, MPI_Datatype *dt_p)
+{
+    const ftw_rspan_t *r = &co->rspan;
+    MPI_Count n = 0, lb, ext;
+    int rank, size, inter;
+
+    if (r->kind == FTW_RSPAN_NONE || r->buf == NULL || r->buf == MPI_IN_PLACE)
+        return 0;
+    PMPI_Comm_test_inter(co->comm, &inter);
+    if (inter)
+        return 0;
+    PMPI_Comm_rank(co->comm, &rank);
+    PMPI_Comm_size(co->comm, &size);
+    if ((r->root >= 0 && rank != r->root) || (r->root <= -2 &&
+                                                rank == -r->root - 2))
+        return 0;
+    *dt_p = r->dt;
+    switch (r->kind) {
+    case FTW_RSPAN_PLAIN:
+        n = r->count * (r->scaled ? size : 1);
+        break;
+    case FTW_RSPAN_V:
+        for (int i = 0; i < size; i++)
+            if ((MPI_Count)r->displs[i] + r->counts[i] > n)
+                n = (MPI_Count)r->displs[i] + r->counts[i];
+        break;
+    case FTW_RSPAN_W:
+        for (int i = 0; i < size; i++) {
+            PMPI_Type_get_extent_x(r->dts[i], &lb, &ext);
+            if (r->displs[i] + r->counts[i] * (lb + ext) > n)
+                n = r->displs[i] + r->counts[i] * (lb + ext);
+        }
+        *dt_p = MPI_BYTE;
+        break;
+    case FTW_RSPAN_MINE:
+        n = r->counts[rank];
+        break;
+    }
+    *buf_p = r->buf;
+    *count_p = n;
+    return n > 0;
+}
+
+/* Quarantine what an abandoned collective may still write. */
+static unsigned coll_quarantine(const ftw_coll_t *co)
+{
+    const void *buf;
+    MPI_Count n;
+    MPI_Datatype dt;
+
+    return coll_span(co, &buf, &n, &dt) ? ftw_quarantine_add(buf, n, dt) : 0;
 }
 
 /* A collective whose communicator lost a process may still finish with
@@ -95,7 +152,7 @@ int ftw_coll_wait(ftw_coll_t *co, int rc)
                 return MPI_SUCCESS;
             }
             /* The MPI may still use the request and its memory. */
-            ftw_grave_add_owned(co->req, co->owned);
+            ftw_grave_add_full(co->req, co->owned, coll_quarantine(co));
             return ftw_raise(co->comm, FTW_ERR_PROC_FAIL_STOP, co->name, -1);
         }
         ftw_poll_idle(&p);
@@ -108,6 +165,9 @@ int ftw_coll_posted(ftw_coll_t *co, int rc, MPI_Request *request)
                            .peer2 = FTW_NO_PEER, .kind = FTW_OP_COLL,
                            .coll_gen = co->gen, .owned = co->owned };
 
+    if (rc == MPI_SUCCESS &&
+        coll_span(co, (const void **)&info.buf, &info.count, &info.dt) == 0)
+        info.buf = NULL;
     if (rc != MPI_SUCCESS) {
         free(co->owned);
         *request = MPI_REQUEST_NULL;
@@ -129,7 +189,8 @@ int ftw_coll_failcheck(ftw_comm_t *c, const ftw_reqinfo_t *info,
     flag = coll_drain(req, status);
     if (flag)
         return MPI_SUCCESS;
-    ftw_grave_add(*req);
+    ftw_grave_add_quarantined(*req, info->buf ? ftw_quarantine_add(
+                                  info->buf, info->count, info->dt) : 0);
     *req = MPI_REQUEST_NULL;
     ftw_status_fail(status, FTW_ERR_PROC_FAIL_STOP, MPI_ANY_SOURCE);
     return FTW_ERR_PROC_FAIL_STOP;

@@ -26,6 +26,38 @@
 #include "ft/comm.h"
 #include "ft/request.h"
 
+/* Where a collective may write at this process, described by its
+ * arguments (ftw_coll_recv) and worked out only when needed: a collective
+ * abandoned on a failure quarantines that range. */
+typedef enum {
+    FTW_RSPAN_NONE,
+    FTW_RSPAN_PLAIN,        /* count elements (times the size if scaled) */
+    FTW_RSPAN_V,            /* up to the largest displs[i] + counts[i] */
+    FTW_RSPAN_W,            /* the same in bytes, with per-rank types */
+    FTW_RSPAN_MINE,         /* counts[rank] elements */
+} ftw_rspan_kind_t;
+
+typedef struct {
+    int kind;
+    int root;               /* >= 0: written at the root only; -1: at every
+                             * rank; <= -2: at every rank but -root-2 */
+    int scaled;             /* PLAIN: count times the communicator size */
+    const void *buf;
+    MPI_Count count;
+    MPI_Datatype dt;
+    const int *counts, *displs;
+    const MPI_Datatype *dts;
+} ftw_rspan_t;
+
+static inline void ftw_coll_recv(ftw_rspan_t *r, int kind, int root,
+                                 int scaled, const void *buf, MPI_Count count,
+                                 MPI_Datatype dt, const int *counts,
+                                 const int *displs, const MPI_Datatype *dts)
+{
+    *r = (ftw_rspan_t){ kind, root, scaled, buf, count, dt, counts, displs,
+                        dts };
+}
+
 typedef struct {
     const char *name;       /* the MPI call, for messages */
     MPI_Comm comm;          /* the user's handle */
@@ -38,6 +70,7 @@ typedef struct {
     void *owned;            /* memory the native request uses until it
                              * completes (translated counts, packed
                              * buffers); freed with it */
+    ftw_rspan_t rspan;      /* the receive buffer, for the quarantine */
 } ftw_coll_t;
 
 /* Nonzero if the collective must fail at once (co->rc, already raised). */

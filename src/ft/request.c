@@ -227,6 +227,15 @@ void ftw_grave_add_quarantined(MPI_Request req, unsigned qid)
     req_table_unlock();
 }
 
+void ftw_grave_add_full(MPI_Request req, void *owned, unsigned qid)
+{
+    req_table_lock();
+    grave_add_locked(req, owned);
+    if (grave_n > 0 && grave[grave_n - 1].req == req)
+        grave[grave_n - 1].qid = qid;
+    req_table_unlock();
+}
+
 void ftw_grave_add_owned(MPI_Request req, void *owned)
 {
     req_table_lock();

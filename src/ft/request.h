@@ -82,6 +82,8 @@ void ftw_grave_add(MPI_Request req);
 void ftw_grave_add_owned(MPI_Request req, void *owned);
 /* A receive given up on: its buffer stays quarantined until it ends. */
 void ftw_grave_add_quarantined(MPI_Request req, unsigned qid);
+/* Both: the MPI may still use owned and write the quarantined range. */
+void ftw_grave_add_full(MPI_Request req, void *owned, unsigned qid);
 void ftw_grave_progress(void);
 int ftw_grave_count(void);
 
