@@ -67,6 +67,9 @@ build/$(1)/tests/%: tests/%.c $$(wildcard tests/*.h) include/ftwrap.h build/$(1)
 	  $$(if $$(shell grep -l 'ftw-test:.*link=ftwrap' $$<),\
 	     -Lbuild/$(1) -lftwrap -Wl$$(comma)-rpath$$(comma)$$(abspath build/$(1)))
 
+# A test that includes another test's source (the same test, another victim).
+build/$(1)/tests/validate_during0: tests/validate_during.c
+
 lib: build/$(1)/libftwrap.so
 tests: $$(patsubst tests/%.c,build/$(1)/tests/%,$$(TEST_SRCS))
 endef
