@@ -4,14 +4,19 @@
  * A pidfd becomes readable only after the dead process's memory has been
  * torn down, which takes milliseconds for an MPI process (about 0.3 us
  * per resident KB).  The kernel releases a thread's robust futexes
- * before that teardown.  So each process keeps one futex word in a
- * memfd page, owned (robust list, word = tid) by its detector thread,
- * which lives exactly as long as the process; peers map the page through
- * /proc/<pid>/fd/<n> and a sentinel thread waits on all the words with
+ * before that teardown.  So each process keeps futex words in a memfd,
+ * owned (robust list, word = tid) by its detector thread, which lives
+ * exactly as long as the process; peers map the memfd through
+ * /proc/<pid>/fd/<n> and a sentinel thread waits on their words with
  * futex_waitv.  When a process dies the kernel sets FUTEX_OWNER_DIED in
- * its word and wakes the sentinels, which hand the rank to the detector
- * thread (as if its pidfd had fired).  The detector thread disowns the
- * word before it ends in ftw_detect_fini, so a clean exit sets nothing.
+ * each word and wakes one waiter per word, so there is one word (slot)
+ * per watching rank: every sentinel is woken by the kernel itself, not
+ * by another sentinel that must first be scheduled.  Ranks beyond
+ * ROBUST_SLOTS share slots, and a woken sentinel wakes its slot's other
+ * waiters.  The sentinel publishes the death and hands the rank to the
+ * detector thread (as if its pidfd had fired).  The detector thread
+ * disowns the words before it ends in ftw_detect_fini, so a clean exit
+ * sets nothing.
  *
  * Everything here is an optimisation: if a page cannot be shared, that
  * peer is watched by its pidfd alone.
@@ -22,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,20 +41,41 @@
 #include "util/log.h"
 
 #define ROBUST_PAGE 4096
+#define ROBUST_SLOTS 1024       /* well below the kernel's list limit */
+
+/* One slot: a robust-list entry and the word it owns, at a fixed offset
+ * from each other as the kernel requires. */
+typedef struct {
+    struct robust_list entry;
+    _Atomic uint32_t word;
+    uint32_t pad;
+} ftw_robust_slot_t;
 
 static struct {
-    _Atomic uint32_t *own;          /* this process's word */
+    ftw_robust_slot_t *own;         /* this process's slots */
     int own_fd;
-    _Atomic uint32_t **words;       /* [size], peers' words or NULL */
+    void **pages;                   /* [size], peers' mappings or NULL */
+    _Atomic uint32_t **words;       /* [size], my slot in each, or NULL */
     _Atomic uint32_t stop;          /* the sentinel's own wake word */
     pthread_t sentinel;
     int started;
     /* The detector thread's robust list (that thread only). */
     struct robust_list_head head;
-    struct robust_list entry;
     struct robust_list_head *saved_head;
     size_t saved_len;
 } rob = { .own_fd = -1 };
+
+static int robust_nslots(void)
+{
+    return ftw_det.size < ROBUST_SLOTS ? ftw_det.size : ROBUST_SLOTS;
+}
+
+static size_t robust_len(void)
+{
+    size_t len = (size_t)robust_nslots() * sizeof(ftw_robust_slot_t);
+
+    return (len + ROBUST_PAGE - 1) / ROBUST_PAGE * ROBUST_PAGE;
+}
 
 static long futex_wake(_Atomic uint32_t *word, int private)
 {
@@ -63,11 +90,12 @@ void ftw_det_robust_create(int32_t *fd_p)
     int fd = memfd_create("ftwrap-detect", MFD_CLOEXEC);
 
     *fd_p = -1;
-    if (fd < 0 || ftruncate(fd, ROBUST_PAGE) < 0) {
+    if (fd < 0 || ftruncate(fd, (off_t)robust_len()) < 0) {
         ftw_debug("memfd for the exit futex: %m; pidfd only");
         goto err_close;
     }
-    page = mmap(NULL, ROBUST_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    page = mmap(NULL, robust_len(), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                0);
     if (page == MAP_FAILED) {
         ftw_debug("mmap of the exit futex: %m; pidfd only");
         goto err_close;
@@ -82,22 +110,36 @@ err_close:
         close(fd);
 }
 
-/* Called by the detector thread as it starts: own the word. */
+/* Set every slot's word to v and wake whoever waits on it. */
+static void robust_own_set(uint32_t v)
+{
+    for (int i = 0; i < robust_nslots(); i++) {
+        atomic_store(&rob.own[i].word, v);
+        futex_wake(&rob.own[i].word, 0);
+    }
+}
+
+/* Called by the detector thread as it starts: own the words. */
 void ftw_det_robust_arm(void)
 {
+    int n = robust_nslots();
+
     if (!rob.own)
         return;
     syscall(SYS_get_robust_list, 0, &rob.saved_head, &rob.saved_len);
-    rob.entry.next = &rob.head.list;
-    rob.head.list.next = &rob.entry;
-    rob.head.futex_offset = (long)((char *)rob.own - (char *)&rob.entry);
+    rob.head.list.next = &rob.own[0].entry;
+    for (int i = 0; i < n; i++)
+        rob.own[i].entry.next = i + 1 < n ? &rob.own[i + 1].entry
+                                          : &rob.head.list;
+    rob.head.futex_offset = (long)offsetof(ftw_robust_slot_t, word) -
+                            (long)offsetof(ftw_robust_slot_t, entry);
     rob.head.list_op_pending = NULL;
-    atomic_store(rob.own, (uint32_t)gettid());
     if (syscall(SYS_set_robust_list, &rob.head, sizeof(rob.head)) < 0) {
         ftw_debug("set_robust_list: %m; peers use the pidfd only");
-        atomic_store(rob.own, 0);
+        robust_own_set(0);
+        return;
     }
-    futex_wake(rob.own, 0);
+    robust_own_set((uint32_t)gettid());
 }
 
 /* Called by the detector thread before it ends: a clean exit. */
@@ -106,13 +148,14 @@ void ftw_det_robust_disarm(void)
     if (!rob.own)
         return;
     rob.head.list.next = &rob.head.list;
-    atomic_store(rob.own, 0);
+    for (int i = 0; i < robust_nslots(); i++)
+        atomic_store(&rob.own[i].word, 0);
     if (rob.saved_head)
         syscall(SYS_set_robust_list, rob.saved_head, rob.saved_len);
 }
 
-/* Map rank's page; NULL if it cannot be shared. */
-static _Atomic uint32_t *robust_map_peer(int rank)
+/* Map rank's slots; NULL if they cannot be shared. */
+static void *robust_map_peer(int rank)
 {
     const ftw_det_peer_t *p = &ftw_det.peers[rank];
     char path[64];
@@ -126,7 +169,8 @@ static _Atomic uint32_t *robust_map_peer(int rank)
         ftw_debug("%s (rank %d): %m; pidfd only", path, rank);
         return NULL;
     }
-    page = mmap(NULL, ROBUST_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    page = mmap(NULL, robust_len(), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                0);
     close(fd);
     if (page == MAP_FAILED) {
         ftw_debug("mmap %s (rank %d): %m; pidfd only", path, rank);
@@ -167,7 +211,8 @@ static void robust_report(int rank)
     if (write(ftw_det.earlyfd, &one, sizeof(one)) < 0) {
         /* Saturated counter: the detector is awake anyway. */
     }
-    munmap((void *)rob.words[rank], ROBUST_PAGE);
+    munmap(rob.pages[rank], robust_len());
+    rob.pages[rank] = NULL;
     rob.words[rank] = NULL;
 }
 
@@ -222,14 +267,21 @@ ftw_status_t ftw_det_robust_start(void)
     sigset_t all, old;
     int any = 0, rc;
 
+    ftw_robust_slot_t *slots;
+
     rob.words = calloc((size_t)ftw_det.size, sizeof(*rob.words));
-    if (!rob.words)
+    rob.pages = calloc((size_t)ftw_det.size, sizeof(*rob.pages));
+    if (!rob.words || !rob.pages)
         return FTW_OK;
     for (int r = 0; r < ftw_det.size; r++) {
         if (ftw_det.pidfds[r] < 0 || ftw_det.peers[r].memfd < 0)
             continue;
-        rob.words[r] = robust_map_peer(r);
-        any |= rob.words[r] != NULL;
+        rob.pages[r] = robust_map_peer(r);
+        if (!rob.pages[r])
+            continue;
+        slots = rob.pages[r];
+        rob.words[r] = &slots[ftw_det.rank % robust_nslots()].word;
+        any = 1;
     }
     if (!any)
         return FTW_OK;
@@ -252,10 +304,12 @@ void ftw_det_robust_stop(void)
         pthread_join(rob.sentinel, NULL);
         rob.started = 0;
     }
-    for (int r = 0; rob.words && r < ftw_det.size; r++)
-        if (rob.words[r])
-            munmap((void *)rob.words[r], ROBUST_PAGE);
+    for (int r = 0; rob.pages && r < ftw_det.size; r++)
+        if (rob.pages[r])
+            munmap(rob.pages[r], robust_len());
+    free(rob.pages);
     free(rob.words);
+    rob.pages = NULL;
     rob.words = NULL;
 }
 
@@ -279,7 +333,7 @@ void ftw_det_early_event(void)
 void ftw_det_robust_release(void)
 {
     if (rob.own)
-        munmap((void *)rob.own, ROBUST_PAGE);
+        munmap(rob.own, robust_len());
     if (rob.own_fd >= 0)
         close(rob.own_fd);
     rob.own = NULL;
