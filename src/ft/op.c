@@ -222,7 +222,10 @@ int ftw_op_refused(ftw_op_t *op, MPI_Status *status)
                (op->info.kind == FTW_OP_RECV ||
                 op->info.kind == FTW_OP_PROBE) &&
                ftw_comm_any_disabled(c)) {
-        code = FTW_ERR_ANY_SOURCE_DISABLED;
+        /* ULFM keeps "pending" for requests that stay pending: a refused
+         * call there is a plain MPIX_ERR_PROC_FAILED. */
+        code = ftw_ulfm_mode ? FTW_ERR_PROC_FAIL_STOP
+                             : FTW_ERR_ANY_SOURCE_DISABLED;
         ftw_stat_add(FTW_STAT_ANY_DISABLED, 1);
     } else {
         return 0;
