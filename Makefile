@@ -48,7 +48,7 @@ build/$(1)/wrap/.stamp: $$(GEN_SRCS)
 	$$(PYTHON) gen/ftwgen.py --cc mpicc.$(1) --out build/$(1)/wrap
 	@touch $$@
 
-build/$(1)/obj/%.o: src/%.c build/$(1)/wrap/.stamp $$(wildcard src/*/*.h) include/ftwrap.h
+build/$(1)/obj/%.o: src/%.c build/$(1)/wrap/.stamp $$(wildcard src/*/*.h) include/ftwrap.h include/mpi-ext.h
 	@mkdir -p $$(dir $$@)
 	mpicc.$(1) $$(CFLAGS_COMMON) -Ibuild/$(1)/wrap -c $$< -o $$@
 
@@ -61,7 +61,7 @@ build/$(1)/libftwrap.so: $$(OBJS_$(1)) build/$(1)/wrap/.stamp src/ftwrap.map wra
 	mpicc.$(1) -shared -Wl,--version-script=src/ftwrap.map -Wl,-z,defs \
 	  -o $$@ $$(OBJS_$(1)) build/$(1)/wrapobj/*.o -lunwind -lpthread
 
-build/$(1)/tests/%: tests/%.c $$(wildcard tests/*.h) include/ftwrap.h build/$(1)/libftwrap.so
+build/$(1)/tests/%: tests/%.c $$(wildcard tests/*.h) include/ftwrap.h include/mpi-ext.h build/$(1)/libftwrap.so
 	@mkdir -p build/$(1)/tests
 	mpicc.$(1) -O1 -g -std=gnu11 -Wall -Wextra -Werror -Iinclude -Itests $$< -o $$@ \
 	  $$(if $$(shell grep -l 'ftw-test:.*link=ftwrap' $$<),\
@@ -107,10 +107,14 @@ setup:
 	scripts/setup
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/ftwrap \
 	  $(DESTDIR)$(PREFIX)/libexec/ftwrap $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 scripts/ftwrun $(DESTDIR)$(PREFIX)/bin/ftwrun
 	install -m 644 include/ftwrap.h $(DESTDIR)$(PREFIX)/include/ftwrap.h
+	# ULFM's mpi-ext.h in a directory of its own, which -I puts before the
+	# MPI's (a system include directory would come after it).
+	install -m 644 include/mpi-ext.h include/ftwrap.h \
+	  $(DESTDIR)$(PREFIX)/include/ftwrap/
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/libexec/ftwrap/
 	for m in $(MPIS); do \
 	  install -d $(DESTDIR)$(PREFIX)/lib/ftwrap/$$m && \

@@ -448,7 +448,8 @@ def body_comm_free(f):
 
 def body_core(f):
     """The family core in src/ft has the MPI's own signature."""
-    return "    return %s;\n" % f.call("ftw_" + f.name[4:].lower())
+    return "    return %s;\n" % f.call(
+        "ftw_" + re.sub(r"^MPIX?_", "", f.name).lower())
 
 
 def shape(f, types):

@@ -40,6 +40,13 @@ extern "C" {
  *                              receive buffer; it is quarantined
  * FTW_ERR_INTERRUPTED          interrupt mode: a new failure was seen
  *                              while the call blocked
+ *
+ * ULFM (mpi-ext.h): a program that calls the ULFM interface gets
+ * MPIX_ERR_PROC_FAILED instead of FTW_ERR_PROC_FAIL_STOP, and
+ * MPIX_ERR_PROC_FAILED_PENDING instead of FTW_ERR_ANY_SOURCE_DISABLED
+ * (FTW_ULFM=on|off|auto decides; see mpi-ext.h).  On Open MPI ftwrap
+ * registers ULFM's three classes right after these, so they are
+ * FTW_ERR_LAST_ + 1, + 2, + 3; on MPICH they are MPICH's own.
  */
 #define FTW_ERR_PROC_FAIL_STOP      (FTW_ERR_FIRST_ + 0)
 #define FTW_ERR_ANY_SOURCE_DISABLED (FTW_ERR_FIRST_ + 1)

@@ -74,6 +74,11 @@ static const char *class_name(int cls)
     case FTW_ERR_DRAINED: return "FTW_ERR_DRAINED";
     case FTW_ERR_BUFFER_UNUSABLE: return "FTW_ERR_BUFFER_UNUSABLE";
     case FTW_ERR_INTERRUPTED: return "FTW_ERR_INTERRUPTED";
+#ifdef MPIX_ERR_REVOKED
+    case MPIX_ERR_PROC_FAILED: return "MPIX_ERR_PROC_FAILED";
+    case MPIX_ERR_PROC_FAILED_PENDING: return "MPIX_ERR_PROC_FAILED_PENDING";
+    case MPIX_ERR_REVOKED: return "MPIX_ERR_REVOKED";
+#endif
     }
     b = buf[next++ % 4];
     snprintf(b, sizeof buf[0], "class %d", cls);

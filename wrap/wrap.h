@@ -18,5 +18,6 @@
 #include "ft/ft.h"
 #include "ft/op.h"
 #include "ft/probe.h"
+#include "ft/ulfm.h"
 
 #endif

@@ -15,6 +15,8 @@
 #include "util/log.h"
 
 _Atomic uint32_t ftw_fail_epoch;
+_Atomic int ftw_noisy;
+_Atomic uint32_t ftw_det_bells;
 
 ftw_det_t ftw_det = {
     .pub_lock = PTHREAD_MUTEX_INITIALIZER,

@@ -32,6 +32,23 @@
 
 extern _Atomic uint32_t ftw_fail_epoch;
 
+/* Reasons for the wrappers to leave their fast path (ftw_quiet in
+ * ft/op.h): fault injection armed, traffic moved by a drain, agreements in
+ * flight, a revoke bell heard.  Read with one relaxed load. */
+extern _Atomic int ftw_noisy;
+
+/* Revoke bells: a process that revoked a communicator (ft/revoke.c) rings
+ * the bell of every other member over the detector's socket after sending
+ * the notice itself on the communicator's control communicator.  The
+ * detector thread counts the bells it hears in ftw_det_bells and, on the
+ * first, adds one to ftw_noisy for good, so blocked calls and every later
+ * call take the watched path and look for the notice. */
+extern _Atomic uint32_t ftw_det_bells;
+
+/* Ring world rank r's bell (twice, like failure notices); no-op for this
+ * process, a departed one or without a detector socket. */
+void ftw_detect_bell(int world_rank);
+
 /* Collective over MPI_COMM_WORLD (inside MPI_Init): exchange pids, host
  * ids and heartbeat addresses, open the pidfds and start the thread.
  * With FTW_DETECT=off it only records the world size. */

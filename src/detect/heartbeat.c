@@ -12,6 +12,8 @@
  *         (stopped, starved) and exits with status 75.
  *   BYE   sent by ftw_detect_quiesce: this process is finalizing; its
  *         exit is no failure.  Sent in every mode (pidfd peers use it too).
+ *   BELL  "a revoke notice waits for you on a control communicator"
+ *         (ft/revoke.c); the notice itself travels through the MPI.
  */
 #define _GNU_SOURCE
 #include "detect/detect_int.h"
@@ -31,7 +33,7 @@
 #define FTW_DET_EXIT_DECLARED 75
 #define FTW_DET_RCVBUF (1 << 20)
 
-enum { MSG_HB = 1, MSG_FAIL = 2, MSG_BYE = 3, MSG_ABORT = 4 };
+enum { MSG_HB = 1, MSG_FAIL = 2, MSG_BYE = 3, MSG_ABORT = 4, MSG_BELL = 5 };
 
 typedef struct {
     uint64_t cookie;        /* big endian on the wire, as the ints */
@@ -179,6 +181,24 @@ void ftw_det_bye_send(void)
             msg_send(r, MSG_BYE, 0);
 }
 
+/* A revoke bell: count it; the first one takes this process off the
+ * wrappers' fast path for good. */
+static void bell_rung(void)
+{
+    if (atomic_fetch_add_explicit(&ftw_det_bells, 1,
+                                  memory_order_release) == 0)
+        atomic_fetch_add_explicit(&ftw_noisy, 1, memory_order_relaxed);
+}
+
+void ftw_detect_bell(int world_rank)
+{
+    if (ftw_det.sock < 0 || ftw_det.dest == NULL || world_rank < 0 ||
+        world_rank >= ftw_det.size)
+        return;
+    for (int copy = 0; copy < 2; copy++)
+        msg_send(world_rank, MSG_BELL, 0);
+}
+
 /* A notice names this process: the others have gone on without it. */
 static FTW_NORETURN void declared_exit(int by)
 {
@@ -213,6 +233,9 @@ static void msg_handle(const ftw_det_msg_t *m)
         break;
     case MSG_BYE:
         ftw_det_depart(sender);
+        break;
+    case MSG_BELL:
+        bell_rung();
         break;
     case MSG_ABORT:
         ftw_error("rank %d aborted the job; exiting with status %d", sender,

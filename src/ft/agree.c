@@ -32,7 +32,7 @@ struct ftw_agree {
     int n, me, tag;
     int round;
     int nrounds;            /* rows of prop and recvd */
-    size_t vlen;            /* value: n failed bytes + 1 flag byte */
+    size_t vlen;            /* value: n failed bytes + 4 flag bytes */
     uint8_t *prop;          /* [nrounds][vlen]: aggregate of proposals */
     uint8_t *recvd;         /* [nrounds][n]: received-from sets */
     int decided;
@@ -51,12 +51,14 @@ static uint8_t *recvd_row(ftw_agree_t *a, int r)
     return a->recvd + (size_t)r * (size_t)a->n;
 }
 
-/* Fold value v into the aggregate dst: union of failed, AND of flag. */
+/* Fold value v into the aggregate dst: bitwise OR of the failed bytes,
+ * bitwise AND of the flag. */
 static void value_merge(const ftw_agree_t *a, uint8_t *dst, const uint8_t *v)
 {
     for (int i = 0; i < a->n; i++)
         dst[i] |= v[i];
-    dst[a->n] &= v[a->n];
+    for (int i = a->n; i < a->n + 4; i++)
+        dst[i] &= v[i];
 }
 
 static int is_failed(ftw_agree_t *a, int r)
@@ -194,7 +196,7 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
     a->me = c->rank;
     a->tag = AGREE_TAG_BASE + (int)(c->agree_seq++ % AGREE_TAG_SPAN);
     a->nrounds = a->n + 2;
-    a->vlen = (size_t)a->n + 1;
+    a->vlen = (size_t)a->n + 4;
     a->prop = calloc((size_t)a->nrounds, a->vlen);
     a->recvd = calloc((size_t)a->nrounds, (size_t)a->n);
     a->decision = malloc(a->vlen);
@@ -203,11 +205,11 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
     if (!a->prop || !a->recvd || !a->decision || !a->inbuf || !v)
         goto err_free;
     for (int r = 0; r < a->nrounds; r++)
-        prop_row(a, r)[a->n] = 1;      /* neutral element of AND */
+        memset(prop_row(a, r) + a->n, 0xff, 4); /* neutral element of AND */
     memset(recvd_row(a, 0), 1, (size_t)a->n);
     for (int q = 0; q < a->n; q++)
-        v[q] = failed ? (failed[q] != 0) : (uint8_t)is_failed(a, q);
-    v[a->n] = flag != 0;
+        v[q] = failed ? failed[q] : (uint8_t)is_failed(a, q);
+    memcpy(v + a->n, &flag, 4);
     a->round = 1;
     propose(a, 1, v);
     free(v);
@@ -225,7 +227,7 @@ err:
 void ftw_agree_result(const ftw_agree_t *a, uint8_t *failed, int *flag)
 {
     memcpy(failed, a->decision, (size_t)a->n);
-    *flag = a->decision[a->n];
+    memcpy(flag, a->decision + a->n, 4);
 }
 
 /* Finish a broadcast's sends: they are small and go eagerly; one to a

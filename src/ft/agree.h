@@ -16,8 +16,9 @@
  * others the decision and goes.
  *
  * The value agreed is a deterministic function of the set of proposals:
- * the union of the proposed failed sets (one bit per rank) and the AND of
- * the proposed flags.  Messages travel on the communicator's control
+ * the bitwise OR of the proposed failed bytes (one per rank; bit 0 means
+ * failed, callers may use other bits) and the bitwise AND of the proposed
+ * int flags.  Messages travel on the communicator's control
  * communicator, one tag per agreement, so they never meet user traffic.
  */
 #ifndef FTW_FT_AGREE_H
@@ -31,8 +32,8 @@
 typedef struct ftw_agree ftw_agree_t;
 
 /* Start an agreement on c->ctl with this process's proposal: failed (one
- * byte per rank of c, nonzero = failed; NULL: what the detector knows
- * now) and flag. */
+ * byte per rank of c, bit 0 = failed; NULL: what the detector knows now)
+ * and flag. */
 int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
                     ftw_agree_t **agree_p);
 
@@ -46,14 +47,18 @@ void ftw_agree_result(const ftw_agree_t *a, uint8_t *failed, int *flag);
 void ftw_agree_free(ftw_agree_t *a);
 
 /* Agreements that end a nonblocking call (FTW_Icomm_validate,
- * FTW_Icomm_drain_all): a generalized request that ftwrap's waits and
- * tests progress; finish runs once decided.  They finish in the order
- * they started, on every process.  failed (c->size + 1 bytes, freed by
- * ftwrap) receives the decision. */
+ * FTW_Icomm_drain_all, MPIX_Comm_iagree, MPIX_Comm_ishrink): a generalized
+ * request that ftwrap's waits and tests progress, started with the
+ * proposal (proposal, flag) as ftw_agree_start; finish runs once decided,
+ * with the decision and out, and its return value is the error the
+ * request completes with.  They finish in the order they started, on
+ * every process.  failed (c->size + 1 bytes, freed by ftwrap) receives
+ * the decision. */
 typedef int (*ftw_pending_finish_fn_t)(ftw_comm_t *c, const uint8_t *failed,
-                                       MPI_Group *group);
+                                       int flag, void *out);
 int ftw_pending_start(ftw_comm_t *c, ftw_pending_finish_fn_t finish,
-                      uint8_t *failed, MPI_Group *group, MPI_Request *request);
+                      uint8_t *failed, const uint8_t *proposal, int flag,
+                      void *out, MPI_Request *request);
 
 /* Finish every pending one first (blocking validate and drain). */
 void ftw_pending_finish_all(void);

@@ -8,11 +8,19 @@
 #include "ft/ft.h"
 #include "ft/op.h"
 #include "ft/quarantine.h"
+#include "ft/ulfm.h"
 #include "util/log.h"
 
 static int failures_known(void)
 {
     return atomic_load_explicit(&ftw_fail_epoch, memory_order_relaxed) != 0;
+}
+
+/* The error a collective cut off on c ends with. */
+static int coll_code(const ftw_comm_t *c)
+{
+    return c != NULL && c->revoked ? MPIX_ERR_REVOKED
+                                   : FTW_ERR_PROC_FAIL_STOP;
 }
 
 /* ftw_coll_begin without raising: 1 if the communicator is inactive. */
@@ -30,7 +38,8 @@ static int coll_begin_quiet(ftw_coll_t *co, const char *name, MPI_Comm comm)
     co->rspan.kind = FTW_RSPAN_NONE;
     co->gen = 0;
     co->c = NULL;
-    if (ftw_likely(!failures_known()))
+    ftw_revoke_check();
+    if (ftw_likely(!failures_known() && !ftw_revoked_count))
         return 0;
     co->c = ftw_comm_get(comm);
     if (co->c == NULL)
@@ -39,14 +48,14 @@ static int coll_begin_quiet(ftw_coll_t *co, const char *name, MPI_Comm comm)
     co->gen = co->c->coll_gen;
     co->native = co->c->coll;
     co->rotated = co->c->surv != NULL;
-    return !co->c->coll_active;
+    return !co->c->coll_active || co->c->revoked;
 }
 
 int ftw_coll_begin(ftw_coll_t *co, const char *name, MPI_Comm comm)
 {
     if (!coll_begin_quiet(co, name, comm))
         return 0;
-    co->rc = ftw_raise(comm, FTW_ERR_PROC_FAIL_STOP, name, -1);
+    co->rc = ftw_raise(comm, coll_code(co->c), name, -1);
     return 1;
 }
 
@@ -153,7 +162,7 @@ int ftw_coll_wait(ftw_coll_t *co, int rc)
             }
             /* The MPI may still use the request and its memory. */
             ftw_grave_add_full(co->req, co->owned, coll_quarantine(co));
-            return ftw_raise(co->comm, FTW_ERR_PROC_FAIL_STOP, co->name, -1);
+            return ftw_raise(co->comm, coll_code(co->c), co->name, -1);
         }
         ftw_poll_idle(&p);
     }
@@ -192,8 +201,8 @@ int ftw_coll_failcheck(ftw_comm_t *c, const ftw_reqinfo_t *info,
     ftw_grave_add_quarantined(*req, info->buf ? ftw_quarantine_add(
                                   info->buf, info->count, info->dt) : 0);
     *req = MPI_REQUEST_NULL;
-    ftw_status_fail(status, FTW_ERR_PROC_FAIL_STOP, MPI_ANY_SOURCE);
-    return FTW_ERR_PROC_FAIL_STOP;
+    ftw_status_fail(status, coll_code(c), MPI_ANY_SOURCE);
+    return coll_code(c);
 }
 
 int ftw_coll_unsupported(ftw_coll_t *co)
@@ -229,6 +238,10 @@ int ftw_create_begin_group(ftw_coll_t *co, const char *name, MPI_Comm parent,
 
     if (coll_begin_quiet(co, name, parent) == 0 || co->c == NULL)
         return 0;
+    if (co->c->revoked) {
+        co->rc = ftw_raise(parent, MPIX_ERR_REVOKED, name, -1);
+        return 1;
+    }
     /* Only the group's members take part: an inactive parent matters only
      * if one of them failed. */
     PMPI_Group_size(group, &n);

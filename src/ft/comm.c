@@ -265,6 +265,34 @@ ftw_status_t ftw_comm_failed_group(ftw_comm_t *c, MPI_Group *group_p,
     return FTW_OK;
 }
 
+void ftw_comm_foreach(void (*fn)(ftw_comm_t *c, void *arg), void *arg)
+{
+    ftw_comm_t *c, *tmp;
+
+    pthread_mutex_lock(&comm_lock);
+    HASH_ITER(hh, comm_table, c, tmp)
+        fn(c, arg);
+    pthread_mutex_unlock(&comm_lock);
+}
+
+void ftw_comm_acked(ftw_comm_t *c, uint8_t *acked)
+{
+    int n = 0;
+
+    ftw_comm_refresh(c);
+    for (int r = 0; r < c->size; r++)
+        acked[r] = 0;
+    for (uint32_t i = 0; i < c->epoch_seen && n < c->nacked; i++) {
+        int w = ftw_detect_failure(i);
+        int r = world_index(c->peer_world, c->size, w);
+
+        if (r >= 0)
+            acked[r] = 1;
+        if (ftw_comm_has_member(c, w))
+            n++;
+    }
+}
+
 void ftw_comm_table_clear(void)
 {
     ftw_comm_t *c, *tmp;

@@ -59,6 +59,8 @@ typedef struct ftw_comm {
     uint32_t coll_gen;      /* bumped when collectives are cut off */
     int nvalidated;         /* nfailed at the last validate */
     uint32_t agree_seq;     /* agreements run on ctl so far */
+    int revoked;            /* MPIX_Comm_revoke reached this process
+                             * (revoke.c): non-local calls fail */
     UT_hash_handle hh;
 } ftw_comm_t;
 
@@ -126,6 +128,14 @@ static inline void ftw_status_to_user(const int *p2p_user, int n,
         status->MPI_SOURCE >= 0 && status->MPI_SOURCE < n)
         status->MPI_SOURCE = p2p_user[status->MPI_SOURCE];
 }
+
+/* Call fn on every record, under the table's lock (fn must not use the
+ * table). */
+void ftw_comm_foreach(void (*fn)(ftw_comm_t *c, void *arg), void *arg);
+
+/* acked[r] = 1 for each rank r of c whose failure this process has
+ * acknowledged (the first nacked failures it learned of), else 0. */
+void ftw_comm_acked(ftw_comm_t *c, uint8_t *acked);
 
 /* Drop every record (at finalize). */
 void ftw_comm_table_clear(void);

@@ -12,6 +12,7 @@
 #include "ft/complete.h"
 #include "ft/ft.h"
 #include "ft/op.h"
+#include "ft/ulfm.h"
 #include "util/log.h"
 
 #define SMALL_N 32
@@ -124,9 +125,11 @@ static MPI_Status *status_at(MPI_Status *sts, int i)
     return sts == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &sts[i];
 }
 
+/* Failures, or revocations, may end requests. */
 static int failures_known(void)
 {
-    return atomic_load_explicit(&ftw_fail_epoch, memory_order_relaxed) != 0;
+    return atomic_load_explicit(&ftw_fail_epoch, memory_order_relaxed) != 0
+           || ftw_unlikely(ftw_revoked_count);
 }
 
 /* Completed requests j of k (request idx[j], or j) that a drain had
@@ -281,7 +284,7 @@ static int all_result(reqset_t *s, MPI_Status sts[], const char *name)
     if (!bad)
         return MPI_SUCCESS;
     for (int i = 0; i < s->n && sts != MPI_STATUSES_IGNORE; i++)
-        sts[i].MPI_ERROR = s->err[i];
+        sts[i].MPI_ERROR = ftw_ulfm_code(s->err[i]);
     return reqset_raise(s, name, MPI_ERR_IN_STATUS);
 }
 
@@ -487,7 +490,7 @@ static int some_common(int n, MPI_Request reqs[], int *outcount,
     }
     if (bad) {
         for (int k = 0; k < *outcount && sts != MPI_STATUSES_IGNORE; k++)
-            sts[k].MPI_ERROR = s.err[indices[k]];
+            sts[k].MPI_ERROR = ftw_ulfm_code(s.err[indices[k]]);
         rc = reqset_raise(&s, name, MPI_ERR_IN_STATUS);
     }
     reqset_fini(&s, reqs);

@@ -112,11 +112,12 @@ out:
 }
 
 /* After the agreement: end the old epoch's traffic, start the new one. */
-static int drain_finish(ftw_comm_t *c, const uint8_t *failed,
-                        MPI_Group *unused)
+static int drain_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
+                        void *unused)
 {
     ftw_reqinfo_t want = { .comm = c->user, .peer = -1 };
 
+    (void)flag;
     (void)unused;
     c->drain_seq = atomic_fetch_add(&ftw_drain_seq, 1) + 1;
     ftw_req_foreach(cancel_receives, &want);
@@ -136,7 +137,7 @@ FTW_EXPORT int FTW_Comm_drain_all(MPI_Comm comm)
     ftw_pending_finish_all();
     rc = ftw_agree(c, NULL, 1, failed, &flag);
     if (rc == MPI_SUCCESS)
-        rc = drain_finish(c, failed, NULL);
+        rc = drain_finish(c, failed, flag, NULL);
     free(failed);
     return rc;
 }
@@ -152,7 +153,8 @@ FTW_EXPORT int FTW_Icomm_drain_all(MPI_Comm comm, MPI_Request *request)
     rc = ftw_agree_prepare(comm, &c, &failed);
     if (rc != MPI_SUCCESS)
         return rc;
-    return ftw_pending_start(c, drain_finish, failed, NULL, request);
+    return ftw_pending_start(c, drain_finish, failed, NULL, 1, NULL,
+                             request);
 }
 
 /* Receive and drop everything peer sent on c before its marker. */

@@ -6,6 +6,7 @@
 #include "ft/ft.h"
 #include "ft/op.h"
 #include "ft/request.h"
+#include "ft/ulfm.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/stats.h"
@@ -36,6 +37,16 @@ static const struct {
     { FTW_ERR_INTERRUPTED, "FTW_ERR_INTERRUPTED",
       "FTW_ERR_INTERRUPTED: the call was interrupted by a new process "
       "failure" },
+#if defined(OPEN_MPI)
+    /* ULFM's classes (mpi-ext.h); MPICH has its own. */
+    { MPIX_ERR_PROC_FAILED, "MPIX_ERR_PROC_FAILED",
+      "MPIX_ERR_PROC_FAILED: a process the operation depends on failed" },
+    { MPIX_ERR_PROC_FAILED_PENDING, "MPIX_ERR_PROC_FAILED_PENDING",
+      "MPIX_ERR_PROC_FAILED_PENDING: a process failure keeps this "
+      "MPI_ANY_SOURCE request from completing; it is still pending" },
+    { MPIX_ERR_REVOKED, "MPIX_ERR_REVOKED",
+      "MPIX_ERR_REVOKED: the communicator was revoked" },
+#endif
 };
 
 static void register_error_classes(void)
@@ -74,6 +85,7 @@ int ftw_init_after(int rc)
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     ftw_log_set_rank(world_rank);
     register_error_classes();
+    ftw_ulfm_init();
     if (ftw_inject_init(world_rank) != FTW_OK)
         ftw_fatal("FTW_INJECT='%s' is not valid", ftw_cfg.inject);
     if (ftw_inject_armed)
@@ -120,6 +132,10 @@ void ftw_failure_catch_up(void)
         ftw_stat_add(FTW_STAT_FAILURES_SEEN, 1);
     }
     ftw_seen_epoch = epoch;
+    /* A revoker that died may have left notices without bells. */
+    if (ftw_ulfm_mode)
+        ftw_revoke_listening = 1;
+    ftw_revoke_poll();
     ftw_failhandlers_run();
 }
 

@@ -11,6 +11,7 @@
 #include "ft/ft.h"
 #include "ft/probe.h"
 #include "ft/quarantine.h"
+#include "ft/ulfm.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/stats.h"
@@ -80,7 +81,7 @@ void ftw_status_fail(MPI_Status *status, int code, int source)
         return;
     status->MPI_SOURCE = source;
     status->MPI_TAG = MPI_ANY_TAG;
-    status->MPI_ERROR = code;
+    status->MPI_ERROR = ftw_ulfm_code(code);
     PMPI_Status_set_elements(status, MPI_BYTE, 0);
     PMPI_Status_set_cancelled(status, 0);
 }
@@ -120,6 +121,7 @@ int ftw_raise(MPI_Comm comm, int code, const char *name, int peer)
     char text[MPI_MAX_ERROR_STRING];
     int len;
 
+    code = ftw_ulfm_code(code);
     ftw_stat_add(FTW_STAT_OPS_FAILED, 1);
     if (comm == MPI_COMM_NULL ||
         PMPI_Comm_get_errhandler(comm, &eh) != MPI_SUCCESS)
@@ -169,11 +171,26 @@ static int op_buffer_quarantined(const ftw_op_t *op)
     return ftw_quarantine_overlaps(lo, (size_t)(hi - lo));
 }
 
+/* A call on a revoked communicator: MPIX_ERR_REVOKED. */
+static int op_revoked(ftw_op_t *op, MPI_Status *status)
+{
+    ftw_comm_t *c = ftw_comm_get(op->info.comm);
+
+    if (c == NULL || !c->revoked)
+        return 0;
+    ftw_status_fail(status, MPIX_ERR_REVOKED, op->info.peer);
+    op->rc = ftw_raise(op->info.comm, MPIX_ERR_REVOKED, op->name, -1);
+    return 1;
+}
+
 int ftw_op_refused(ftw_op_t *op, MPI_Status *status)
 {
     ftw_comm_t *c;
     int code, bad;
 
+    ftw_revoke_check();
+    if (ftw_unlikely(ftw_revoked_count) && op_revoked(op, status))
+        return 1;
     if (ftw_unlikely(ftw_quarantine_count) && op->info.buf != NULL &&
         op_buffer_quarantined(op)) {
         ftw_status_fail(status, FTW_ERR_BUFFER_UNUSABLE, op->info.peer);
@@ -205,7 +222,10 @@ int ftw_op_refused(ftw_op_t *op, MPI_Status *status)
                (op->info.kind == FTW_OP_RECV ||
                 op->info.kind == FTW_OP_PROBE) &&
                ftw_comm_any_disabled(c)) {
-        code = FTW_ERR_ANY_SOURCE_DISABLED;
+        /* ULFM keeps "pending" for requests that stay pending: a refused
+         * call there is a plain MPIX_ERR_PROC_FAILED. */
+        code = ftw_ulfm_mode ? FTW_ERR_PROC_FAIL_STOP
+                             : FTW_ERR_ANY_SOURCE_DISABLED;
         ftw_stat_add(FTW_STAT_ANY_DISABLED, 1);
     } else {
         return 0;
@@ -218,7 +238,6 @@ int ftw_op_refused(ftw_op_t *op, MPI_Status *status)
 /* Datatype sizes: the last one asked, per thread; MPI_Type_free bumps
  * the generation, since a freed handle may come back as another type.
  * The generation starts at 1 so the empty cache never matches. */
-int ftw_noisy;
 _Atomic unsigned ftw_type_gen = 1;
 FTW_TLS MPI_Datatype ftw_size_dt;
 FTW_TLS MPI_Count ftw_size_val;
@@ -277,11 +296,14 @@ int ftw_poll_changed(ftw_poll_t *p)
     uint32_t e = atomic_load_explicit(&ftw_fail_epoch, memory_order_relaxed);
     uint32_t d = atomic_load_explicit(&ftw_drain_seq, memory_order_relaxed);
 
-    if (ftw_likely(e == p->epoch && d == p->drains))
+    ftw_revoke_check();
+    if (ftw_likely(e == p->epoch && d == p->drains &&
+                   ftw_revoke_gen == p->revokes))
         return 0;
     p->epoch = e;
     ftw_wrap_check();       /* may run failure handlers, even a drain */
     p->drains = atomic_load_explicit(&ftw_drain_seq, memory_order_relaxed);
+    p->revokes = ftw_revoke_gen;
     return 1;
 }
 
@@ -292,8 +314,11 @@ void ftw_poll_idle(ftw_poll_t *p)
     p->spins++;
     if (ftw_unlikely(ftw_validates_pending))
         ftw_validate_progress();
-    if ((p->spins & 63) == 0)
+    if ((p->spins & 63) == 0) {
         ftw_grave_progress();
+        if (ftw_unlikely(ftw_revoke_listening))
+            ftw_revoke_poll();  /* notices whose bell came early */
+    }
     /* Waiting long: give the core to the processes this one waits for
      * (jobs often have more ranks than cores), now and then, so a waiter
      * that has the core to itself loses little. */
@@ -424,6 +449,8 @@ int ftw_req_failcheck(const ftw_reqinfo_t *info, MPI_Request *req,
         return FTW_PENDING_CODE;
     if (info->kind == FTW_OP_COLL)
         return ftw_coll_failcheck(c, info, req, status);
+    if (ftw_unlikely(c->revoked))
+        return op_cut(info, req, status, info->peer, MPIX_ERR_REVOKED);
     if (ftw_req_drained(c, info))
         return op_cut(info, req, status, info->peer, FTW_ERR_DRAINED);
     bad = op_failed_peer(c, info);
@@ -453,6 +480,8 @@ int ftw_req_doomed(const ftw_reqinfo_t *info)
         ftw_comm_refresh(c);
         return c->coll_gen != info->coll_gen;
     }
+    if (c->revoked)
+        return 1;
     if (op_failed_peer(c, info) >= 0)
         return 1;
     return info->kind == FTW_OP_RECV && info->peer == MPI_ANY_SOURCE &&

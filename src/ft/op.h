@@ -20,7 +20,7 @@
 
 #include <stdatomic.h>
 
-#include "ftwrap.h"
+#include "mpi-ext.h"
 #include "detect/detect.h"
 #include "ft/comm.h"
 #include "ft/request.h"
@@ -51,14 +51,12 @@ void ftw_op_begin_msg(ftw_op_t *op, const char *name, MPI_Message message);
  * receive is PMPI_Irecv plus a tight test loop (ftw_recv_fast) that hands
  * over to the watched wait the moment a failure is published. */
 
-/* Reasons to leave the fast path besides failures: fault injection
- * armed, traffic moved by a drain, a nonblocking validate in flight. */
-extern int ftw_noisy;
-
+/* Reasons to leave the fast path besides failures: ftw_noisy (see
+ * detect/detect.h). */
 static inline int ftw_quiet(void)
 {
     return atomic_load_explicit(&ftw_fail_epoch, memory_order_relaxed) == 0
-           && ftw_noisy == 0;
+           && atomic_load_explicit(&ftw_noisy, memory_order_relaxed) == 0;
 }
 
 extern FTW_TLS MPI_Datatype ftw_size_dt;
@@ -142,6 +140,7 @@ void ftw_status_fail(MPI_Status *status, int code, int source);
 typedef struct {
     uint32_t epoch;         /* failure epoch at the last check */
     uint32_t drains;        /* ftw_drain_seq at the last check */
+    uint32_t revokes;       /* ftw_revoke_gen at the last check */
     unsigned spins;
 } ftw_poll_t;
 
@@ -149,10 +148,12 @@ static inline void ftw_poll_init(ftw_poll_t *p)
 {
     p->epoch = 0;
     p->drains = 0;
+    p->revokes = 0;
     p->spins = 0;
 }
 
-/* Nonzero when failures were published since the last call. */
+/* Nonzero when failures, drains or revocations happened since the last
+ * call. */
 int ftw_poll_changed(ftw_poll_t *p);
 
 /* One idle turn: run pending work, back off when waiting long. */
@@ -182,10 +183,12 @@ int ftw_req_doomed(const ftw_reqinfo_t *info);
 int ftw_req_wait(const ftw_reqinfo_t *info, MPI_Request *req,
                  MPI_Status *status, int blocking);
 
-/* 1 if code is an error class ftwrap raises itself. */
+/* 1 if code is an error class ftwrap raises itself (ULFM's included). */
 static inline int ftw_is_own_error(int code)
 {
-    return code >= FTW_ERR_FIRST_ && code <= FTW_ERR_LAST_;
+    return (code >= FTW_ERR_FIRST_ && code <= FTW_ERR_LAST_) ||
+           code == MPIX_ERR_PROC_FAILED ||
+           code == MPIX_ERR_PROC_FAILED_PENDING || code == MPIX_ERR_REVOKED;
 }
 
 #endif

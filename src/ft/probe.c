@@ -8,6 +8,7 @@
 #include "ftwrap.h"
 #include "ft/comm.h"
 #include "ft/op.h"
+#include "ft/ulfm.h"
 #include "util/log.h"
 
 typedef struct {
@@ -66,6 +67,10 @@ static int probe_failcheck(ftw_op_t *op, int blocking, MPI_Status *status)
 
     if (c == NULL)
         return FTW_PENDING_CODE;
+    if (c->revoked) {
+        ftw_status_fail(status, MPIX_ERR_REVOKED, op->info.peer);
+        return MPIX_ERR_REVOKED;
+    }
     if (ftw_req_drained(c, &op->info)) {
         ftw_status_fail(status, FTW_ERR_DRAINED, op->info.peer);
         return FTW_ERR_DRAINED;

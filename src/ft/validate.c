@@ -88,11 +88,13 @@ static void failed_group_of(ftw_comm_t *c, const uint8_t *failed,
 }
 
 /* After the agreement decided failed[]: switch collectives over. */
-static int validate_finish(ftw_comm_t *c, const uint8_t *failed,
-                           MPI_Group *failed_group)
+static int validate_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
+                           void *out)
 {
+    MPI_Group *failed_group = out;
     int rc = validate_apply(c, failed);
 
+    (void)flag;
     if (rc != MPI_SUCCESS)
         return rc;
     c->coll_active = 1;
@@ -152,7 +154,7 @@ FTW_EXPORT int FTW_Comm_validate(MPI_Comm comm, MPI_Group *failed_group)
     ftw_pending_finish_all();
     rc = ftw_agree(c, NULL, 1, failed, &flag);
     if (rc == MPI_SUCCESS)
-        rc = validate_finish(c, failed, failed_group);
+        rc = validate_finish(c, failed, flag, failed_group);
     free(failed);
     return rc;
 }
@@ -195,25 +197,30 @@ struct pending {
     ftw_comm_t *c;
     ftw_agree_t *agree;
     uint8_t *failed;
-    MPI_Group *failed_group;
+    void *out;
+    int err;                /* what finish returned; the request's error */
     MPI_Request greq;
 };
 
 int ftw_validates_pending;          /* entries in pending_list */
 
+/* The request's status and error: what its finish returned.  The
+ * record lives until the MPI frees the request (greq_free). */
 static int greq_query(void *extra, MPI_Status *status)
 {
-    (void)extra;
+    pending_t *v = extra;
+
     PMPI_Status_set_elements(status, MPI_BYTE, 0);
     PMPI_Status_set_cancelled(status, 0);
     status->MPI_SOURCE = MPI_UNDEFINED;
     status->MPI_TAG = MPI_UNDEFINED;
-    return MPI_SUCCESS;
+    status->MPI_ERROR = v->err;
+    return v->err;
 }
 
 static int greq_free(void *extra)
 {
-    (void)extra;
+    free(extra);
     return MPI_SUCCESS;
 }
 
@@ -242,18 +249,18 @@ void ftw_validate_progress(void)
             int flag;
 
             ftw_agree_result(v->agree, v->failed, &flag);
+            ftw_agree_free(v->agree);
+            v->err = v->finish(v->c, v->failed, flag, v->out);
         }
-        ftw_agree_free(v->agree);
-        v->finish(v->c, v->failed, v->failed_group);
-        PMPI_Grequest_complete(v->greq);
         free(v->failed);
-        free(v);
+        v->failed = NULL;
+        PMPI_Grequest_complete(v->greq);
     }
 }
 
 int ftw_pending_start(ftw_comm_t *c, ftw_pending_finish_fn_t finish,
-                      uint8_t *failed, MPI_Group *failed_group,
-                      MPI_Request *request)
+                      uint8_t *failed, const uint8_t *proposal, int flag,
+                      void *out, MPI_Request *request)
 {
     pending_t *v = calloc(1, sizeof(*v)), **tail;
     int rc;
@@ -262,7 +269,7 @@ int ftw_pending_start(ftw_comm_t *c, ftw_pending_finish_fn_t finish,
         free(failed);
         return MPI_ERR_NO_MEM;
     }
-    rc = ftw_agree_start(c, NULL, 1, &v->agree);
+    rc = ftw_agree_start(c, proposal, flag, &v->agree);
     if (rc != MPI_SUCCESS) {
         free(failed);
         free(v);
@@ -271,7 +278,7 @@ int ftw_pending_start(ftw_comm_t *c, ftw_pending_finish_fn_t finish,
     v->finish = finish;
     v->c = c;
     v->failed = failed;
-    v->failed_group = failed_group;
+    v->out = out;
     PMPI_Grequest_start(greq_query, greq_free, greq_cancel, v, &v->greq);
     *request = v->greq;
     for (tail = &pending_list; *tail != NULL; tail = &(*tail)->next)
@@ -294,6 +301,6 @@ FTW_EXPORT int FTW_Icomm_validate(MPI_Comm comm, MPI_Group *failed_group,
     rc = ftw_agree_prepare(comm, &c, &failed);
     if (rc != MPI_SUCCESS)
         return rc;
-    return ftw_pending_start(c, validate_finish, failed, failed_group,
-                             request);
+    return ftw_pending_start(c, validate_finish, failed, NULL, 1,
+                             failed_group, request);
 }

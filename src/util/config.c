@@ -15,6 +15,7 @@ static const char *const log_names[] = { "error", "warn", "info", "debug",
                                          NULL };
 static const char *const detect_names[] = { "auto", "pidfd", "heartbeat",
                                             "off", NULL };
+static const char *const ulfm_names[] = { "auto", "on", "off", NULL };
 
 #define FTW_CFG_FIELD(f) offsetof(ftw_config_t, f)
 
@@ -52,6 +53,11 @@ static const ftw_cfg_row_t cfg_table[] = {
       "Blocking standard and ready sends up to this size go straight to the "
       "MPI (they never wait for the receiver); larger ones are watched.",
       FTW_CFG_SIZE, FTW_CFG_FIELD(eager_max), NULL },
+    { "FTW_ULFM", "auto",
+      "Error classes for failures: on (ULFM's MPIX_ERR_PROC_FAILED and "
+      "MPIX_ERR_PROC_FAILED_PENDING), off (FTW_ERR_PROC_FAIL_STOP and "
+      "FTW_ERR_ANY_SOURCE_DISABLED), auto (on if the program calls ULFM).",
+      FTW_CFG_ENUM, FTW_CFG_FIELD(ulfm), ulfm_names },
 };
 
 static const char *const type_names[] = {

@@ -32,7 +32,15 @@ typedef struct {
     const char *inject;     /* FTW_INJECT */
     double finalize_timeout; /* FTW_FINALIZE_TIMEOUT, seconds */
     size_t eager_max;       /* FTW_EAGER_MAX, bytes */
+    int ulfm;               /* FTW_ULFM: ftw_ulfm_choice_t */
 } ftw_config_t;
+
+/* FTW_ULFM values, in the order of the table's names. */
+typedef enum {
+    FTW_ULFM_AUTO,          /* ULFM classes if the program imports ULFM */
+    FTW_ULFM_ON,
+    FTW_ULFM_OFF,
+} ftw_ulfm_choice_t;
 
 /* FTW_DETECT values, in the order of the table's names. */
 typedef enum {

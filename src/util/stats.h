@@ -21,7 +21,10 @@
     _(VALIDATES,      "validates",      "FTW_Comm_validate completed")  \
     _(HANDLERS_RUN,   "failhandlers_run", "failure handler calls")       \
     _(DRAINS,         "drains",         "drains (all or one peer)")      \
-    _(QUARANTINED,    "quarantined",    "receive buffers quarantined")
+    _(QUARANTINED,    "quarantined",    "receive buffers quarantined") \
+    _(REVOKES,        "revokes",        "MPIX_Comm_revoke calls")        \
+    _(SHRINKS,        "shrinks",        "MPIX_Comm_shrink completed")    \
+    _(AGREES,         "agrees",         "MPIX_Comm_agree completed")
 
 typedef enum {
 #define FTW_STAT_ENUM_(id, key, help) FTW_STAT_##id,

@@ -1,0 +1,177 @@
+/*
+ * MPIX_Comm_revoke: a revocation that reaches every live member of a
+ * communicator, a process blocked in a receive included (see ulfm.h).
+ *
+ * The notice is a one-int message with tag TAG_REVOKE on the
+ * communicator's control communicator, so MPI matching names the
+ * communicator for us; the bell over the detector's socket only says
+ * "look".  Every process that learns of a revocation sends the notice on
+ * to all other live members (reliable broadcast by flooding): if the
+ * revoker dies half-way, whoever got the notice completes the job, and a
+ * process that got no bell learns of the revoker's death (a failure) and
+ * looks then.
+ */
+#include <stdlib.h>
+
+#include "detect/detect.h"
+#include "ft/comm.h"
+#include "ft/ft.h"
+#include "ft/op.h"
+#include "ft/request.h"
+#include "ft/ulfm.h"
+#include "util/log.h"
+#include "util/stats.h"
+
+#define TAG_REVOKE 30003
+
+int ftw_revoke_listening;
+uint32_t ftw_revoke_gen;
+uint32_t ftw_bells_seen;
+int ftw_revoked_count;
+
+static const int revoke_token = 1;   /* the notice's payload */
+
+/* Wait for a notice's send; one to a process that died is given up. */
+static void revoke_send_finish(ftw_comm_t *c, int q, MPI_Request *req)
+{
+    int flag = 0;
+
+    while (!flag) {
+        PMPI_Test(req, &flag, MPI_STATUS_IGNORE);
+        if (!flag && ftw_comm_peer_failed(c, q)) {
+            ftw_grave_add(*req);
+            return;
+        }
+    }
+}
+
+/* Send the notice to every other live member, then ring their bells
+ * (after the sends completed, so the notice is there when they look). */
+static void revoke_flood(ftw_comm_t *c)
+{
+    MPI_Request *reqs = malloc(sizeof(*reqs) * (size_t)c->size);
+
+    if (reqs == NULL) {
+        ftw_error("out of memory to forward a revoke notice");
+        return;
+    }
+    for (int q = 0; q < c->size; q++) {
+        reqs[q] = MPI_REQUEST_NULL;
+        if (q != c->rank && !ftw_comm_peer_failed(c, q))
+            PMPI_Isend(&revoke_token, 1, MPI_INT, q, TAG_REVOKE, c->ctl,
+                       &reqs[q]);
+    }
+    for (int q = 0; q < c->size; q++)
+        if (reqs[q] != MPI_REQUEST_NULL)
+            revoke_send_finish(c, q, &reqs[q]);
+    for (int q = 0; q < c->size; q++)
+        if (q != c->rank && !ftw_comm_peer_failed(c, q))
+            ftw_detect_bell(c->peer_world[q]);
+    free(reqs);
+}
+
+/* c is revoked from now on, here: every call on it leaves the fast path,
+ * collectives are cut off, and the notice goes on to the others. */
+static void revoke_mark(ftw_comm_t *c)
+{
+    if (c->revoked)
+        return;
+    c->revoked = 1;
+    c->coll_active = 0;
+    c->coll_gen++;
+    if (ftw_revoked_count++ == 0)
+        atomic_fetch_add_explicit(&ftw_noisy, 1, memory_order_relaxed);
+    ftw_revoke_gen++;
+    ftw_revoke_listening = 1;
+    ftw_info("communicator revoked");
+    revoke_flood(c);
+}
+
+/* Take every notice waiting on c's control communicator. */
+static void revoke_look(ftw_comm_t *c, void *arg)
+{
+    int flag = 1, got = 0;
+
+    (void)arg;
+    if (c->ctl == MPI_COMM_NULL)
+        return;
+    while (flag) {
+        MPI_Status st;
+        int token;
+
+        flag = 0;
+        PMPI_Iprobe(MPI_ANY_SOURCE, TAG_REVOKE, c->ctl, &flag, &st);
+        if (flag) {
+            PMPI_Recv(&token, 1, MPI_INT, st.MPI_SOURCE, TAG_REVOKE, c->ctl,
+                      MPI_STATUS_IGNORE);
+            got = 1;
+        }
+    }
+    if (got)
+        revoke_mark(c);
+}
+
+void ftw_revoke_poll(void)
+{
+    static FTW_TLS int busy;
+
+    int done = 0;
+
+    if (busy || PMPI_Finalized(&done) != MPI_SUCCESS || done)
+        return;
+    busy = 1;
+    ftw_bells_seen = atomic_load_explicit(&ftw_det_bells,
+                                          memory_order_acquire);
+    if (ftw_bells_seen != 0)
+        ftw_revoke_listening = 1;
+    ftw_comm_foreach(revoke_look, NULL);
+    busy = 0;
+}
+
+int ftw_comm_is_revoked_now(ftw_comm_t *c)
+{
+    ftw_revoke_check();
+    return c->revoked;
+}
+
+/* The communicator of a ULFM call, or NULL after raising MPI_ERR_COMM:
+ * revocation and agreement need the control communicator. */
+static ftw_comm_t *revoke_comm(MPI_Comm comm, const char *name)
+{
+    ftw_comm_t *c = comm == MPI_COMM_NULL ? NULL : ftw_comm_get(comm);
+
+    if (c != NULL && c->ctl != MPI_COMM_NULL)
+        return c;
+    ftw_error("%s: not possible on %s", name, c == NULL ? "MPI_COMM_NULL" :
+              "an intercommunicator or one made by MPI_Comm_idup");
+    return NULL;
+}
+
+int ftw_comm_revoke(MPI_Comm comm)
+{
+    ftw_comm_t *c;
+
+    ftw_wrap_check();
+    c = revoke_comm(comm, "MPIX_Comm_revoke");
+    if (c == NULL)
+        return ftw_raise(comm, MPI_ERR_COMM, "MPIX_Comm_revoke", -1);
+    ftw_revoke_listening = 1;
+    ftw_revoke_poll();
+    ftw_stat_add(FTW_STAT_REVOKES, 1);
+    revoke_mark(c);
+    return MPI_SUCCESS;
+}
+
+FTW_EXPORT int MPIX_Comm_is_revoked(MPI_Comm comm, int *flag)
+{
+    ftw_comm_t *c;
+
+    ftw_wrap_check();
+    if (flag == NULL)
+        return ftw_raise(comm, MPI_ERR_ARG, "MPIX_Comm_is_revoked", -1);
+    c = comm == MPI_COMM_NULL ? NULL : ftw_comm_get(comm);
+    if (c == NULL)
+        return ftw_raise(comm, MPI_ERR_COMM, "MPIX_Comm_is_revoked", -1);
+    *flag = ftw_comm_is_revoked_now(c);
+    return MPI_SUCCESS;
+}

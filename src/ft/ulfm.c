@@ -1,0 +1,454 @@
+/*
+ * The ULFM calls besides revocation (revoke.c): agree, shrink, the
+ * acknowledgement of failures, and which error classes a program sees.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ftw_mpi_have.h"
+#include "ft/agree.h"
+#include "ft/ft.h"
+#include "ft/op.h"
+#include "ft/ulfm.h"
+#include "util/config.h"
+#include "util/log.h"
+#include "util/stats.h"
+
+#define TAG_SHRINK 30004
+
+_Static_assert(sizeof(int) == 4, "the agreement carries a 4-byte flag");
+
+int ftw_ulfm_mode;
+
+/* ---- which classes the program sees ------------------------------------ */
+
+static const char *const ulfm_calls[] = {
+    "MPIX_Comm_revoke", "MPIX_Comm_is_revoked", "MPIX_Comm_shrink",
+    "MPIX_Comm_ishrink", "MPIX_Comm_agree", "MPIX_Comm_iagree",
+    "MPIX_Comm_failure_ack", "MPIX_Comm_failure_get_acked",
+    "MPIX_Comm_ack_failed", "MPIX_Comm_get_failed",
+};
+
+static int is_ulfm_call(const char *name)
+{
+    for (size_t i = 0; i < FTW_ARRAY_SIZE(ulfm_calls); i++)
+        if (!strcmp(name, ulfm_calls[i]))
+            return 1;
+    return 0;
+}
+
+/* 1 if the ELF file at img (len bytes) imports a ULFM call. */
+static int elf_imports_ulfm(const unsigned char *img, size_t len)
+{
+    const Elf64_Ehdr *eh = (const void *)img;
+    const Elf64_Shdr *sh;
+
+    if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+        eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shoff + (size_t)eh->e_shnum * sizeof(*sh) > len)
+        return 0;
+    sh = (const void *)(img + eh->e_shoff);
+    for (int i = 0; i < eh->e_shnum; i++) {
+        const Elf64_Sym *sym = (const void *)(img + sh[i].sh_offset);
+        const Elf64_Shdr *str = &sh[sh[i].sh_link];
+        size_t n = sh[i].sh_size / sizeof(*sym);
+
+        if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum ||
+            sh[i].sh_offset + sh[i].sh_size > len ||
+            str->sh_offset + str->sh_size > len)
+            continue;
+        for (size_t k = 0; k < n; k++)
+            if (sym[k].st_shndx == SHN_UNDEF &&
+                sym[k].st_name < str->sh_size &&
+                is_ulfm_call((const char *)img + str->sh_offset +
+                             sym[k].st_name))
+                return 1;
+    }
+    return 0;
+}
+
+static int file_imports_ulfm(const char *path)
+{
+    struct stat st;
+    void *img;
+    int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
+
+    if (fd < 0)
+        return 0;
+    if (fstat(fd, &st) == 0 && st.st_size > 0) {
+        img = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (img != MAP_FAILED) {
+            found = elf_imports_ulfm(img, (size_t)st.st_size);
+            munmap(img, (size_t)st.st_size);
+        }
+    }
+    close(fd);
+    return found;
+}
+
+static int object_imports_ulfm(struct dl_phdr_info *info, size_t size,
+                               void *found)
+{
+    const char *path = info->dlpi_name;
+
+    (void)size;
+    if (path == NULL || path[0] == '\0')
+        path = "/proc/self/exe";
+    else if (path[0] != '/')
+        return 0;       /* the vDSO */
+    if (file_imports_ulfm(path))
+        *(int *)found = 1;
+    return *(int *)found;
+}
+
+/* FTW_ULFM=auto: the program is a ULFM program if any object loaded in
+ * the process imports a ULFM call (ftwrap and the MPI define them). */
+void ftw_ulfm_init(void)
+{
+    int found = 0;
+
+    if (ftw_cfg.ulfm != FTW_ULFM_AUTO) {
+        ftw_ulfm_mode = ftw_cfg.ulfm == FTW_ULFM_ON;
+        return;
+    }
+    dl_iterate_phdr(object_imports_ulfm, &found);
+    ftw_ulfm_mode = found;
+    ftw_debug("ULFM error classes %s", found ? "on" : "off");
+}
+
+int ftw_ulfm_code(int code)
+{
+    if (!ftw_ulfm_mode)
+        return code;
+    if (code == FTW_ERR_PROC_FAIL_STOP)
+        return MPIX_ERR_PROC_FAILED;
+    if (code == FTW_ERR_ANY_SOURCE_DISABLED)
+        return MPIX_ERR_PROC_FAILED_PENDING;
+    return code;
+}
+
+int ftw_error_string(int code, char *string, int *resultlen)
+{
+    const char *text = NULL;
+
+    if (code == MPIX_ERR_PROC_FAILED)
+        text = "MPIX_ERR_PROC_FAILED: a process the operation depends on "
+               "failed";
+    else if (code == MPIX_ERR_PROC_FAILED_PENDING)
+        text = "MPIX_ERR_PROC_FAILED_PENDING: a process failure keeps this "
+               "MPI_ANY_SOURCE request from completing; it is still pending";
+    else if (code == MPIX_ERR_REVOKED)
+        text = "MPIX_ERR_REVOKED: the communicator was revoked";
+    if (text == NULL || string == NULL || resultlen == NULL)
+        return PMPI_Error_string(code, string, resultlen);
+    strncpy(string, text, MPI_MAX_ERROR_STRING - 1);
+    string[MPI_MAX_ERROR_STRING - 1] = '\0';
+    *resultlen = (int)strlen(string);
+    return MPI_SUCCESS;
+}
+
+/* ---- acknowledging failures --------------------------------------------- */
+
+/* comm's record for a local ULFM call, or NULL (MPI_ERR_COMM raised). */
+static ftw_comm_t *ulfm_comm(MPI_Comm comm, const char *name, int *rc_p)
+{
+    ftw_comm_t *c;
+
+    ftw_wrap_check();
+    c = comm == MPI_COMM_NULL ? NULL : ftw_comm_get(comm);
+    if (c == NULL)
+        *rc_p = ftw_raise(comm, MPI_ERR_COMM, name, -1);
+    return c;
+}
+
+int ftw_comm_failure_ack(MPI_Comm comm)
+{
+    int rc;
+    ftw_comm_t *c = ulfm_comm(comm, "MPIX_Comm_failure_ack", &rc);
+
+    if (c == NULL)
+        return rc;
+    ftw_comm_refresh(c);
+    c->nacked = c->nfailed;
+    return MPI_SUCCESS;
+}
+
+/* The first k failures of c this process learned of, as a group. */
+static int failed_first(ftw_comm_t *c, int k, MPI_Group *group_p)
+{
+    MPI_Group all;
+    int n, *ranks;
+
+    if (ftw_comm_failed_group(c, &all, &n) != FTW_OK)
+        return MPI_ERR_NO_MEM;
+    PMPI_Group_size(all, &n);
+    k = k < n ? k : n;
+    ranks = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
+    if (ranks == NULL) {
+        PMPI_Group_free(&all);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int i = 0; i < k; i++)
+        ranks[i] = i;
+    PMPI_Group_incl(all, k, ranks, group_p);
+    PMPI_Group_free(&all);
+    free(ranks);
+    return MPI_SUCCESS;
+}
+
+int ftw_comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp)
+{
+    int rc;
+    ftw_comm_t *c = ulfm_comm(comm, "MPIX_Comm_failure_get_acked", &rc);
+
+    if (c == NULL)
+        return rc;
+    if (failedgrp == NULL)
+        return ftw_raise(comm, MPI_ERR_ARG, "MPIX_Comm_failure_get_acked",
+                         -1);
+    return failed_first(c, c->nacked, failedgrp);
+}
+
+FTW_EXPORT int MPIX_Comm_get_failed(MPI_Comm comm, MPI_Group *failedgrp)
+{
+    int rc;
+    ftw_comm_t *c = ulfm_comm(comm, "MPIX_Comm_get_failed", &rc);
+
+    if (c == NULL)
+        return rc;
+    if (failedgrp == NULL)
+        return ftw_raise(comm, MPI_ERR_ARG, "MPIX_Comm_get_failed", -1);
+    return failed_first(c, c->size, failedgrp);
+}
+
+FTW_EXPORT int MPIX_Comm_ack_failed(MPI_Comm comm, int num_to_ack,
+                                    int *num_acked)
+{
+    int rc;
+    ftw_comm_t *c = ulfm_comm(comm, "MPIX_Comm_ack_failed", &rc);
+
+    if (c == NULL)
+        return rc;
+    if (num_acked == NULL || num_to_ack < 0)
+        return ftw_raise(comm, MPI_ERR_ARG, "MPIX_Comm_ack_failed", -1);
+    ftw_comm_refresh(c);
+    if (num_to_ack > c->nfailed)
+        num_to_ack = c->nfailed;
+    if (num_to_ack > c->nacked)
+        c->nacked = num_to_ack;
+    *num_acked = c->nacked;
+    return MPI_SUCCESS;
+}
+
+/* ---- agree -------------------------------------------------------------- */
+
+/* This process's proposal: per rank, bit 0 if it is known failed here,
+ * bit 1 if this process has not acknowledged its failure (live ones
+ * included: a failure nobody knew is no error). */
+static uint8_t *agree_proposal(ftw_comm_t *c)
+{
+    uint8_t *v = malloc((size_t)c->size);
+
+    if (v == NULL)
+        return NULL;
+    ftw_comm_acked(c, v);
+    for (int r = 0; r < c->size; r++)
+        v[r] = (uint8_t)((ftw_comm_peer_failed(c, r) ? 1 : 0) | (v[r] ? 0 : 2));
+    return v;
+}
+
+/* The decision: the flag, and MPIX_ERR_PROC_FAILED if a failed process
+ * was not acknowledged by every participant. */
+static int agree_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
+                        void *out)
+{
+    *(int *)out = flag;
+    ftw_stat_add(FTW_STAT_AGREES, 1);
+    for (int r = 0; r < c->size; r++)
+        if ((failed[r] & 3) == 3)
+            return MPIX_ERR_PROC_FAILED;
+    return MPI_SUCCESS;
+}
+
+/* Checks shared by agree and shrink, blocking or not: the record, a
+ * decision array and (agree) the proposal. */
+static int ulfm_collective(MPI_Comm comm, const void *out, ftw_comm_t **c_p,
+                           uint8_t **failed_p, uint8_t **prop_p)
+{
+    int rc;
+
+    if (out == NULL)
+        return MPI_ERR_ARG;
+    rc = ftw_agree_prepare(comm, c_p, failed_p);
+    if (rc != MPI_SUCCESS || prop_p == NULL)
+        return rc;
+    *prop_p = agree_proposal(*c_p);
+    if (*prop_p != NULL)
+        return MPI_SUCCESS;
+    free(*failed_p);
+    return MPI_ERR_NO_MEM;
+}
+
+int ftw_comm_agree(MPI_Comm comm, int *flag)
+{
+    ftw_comm_t *c;
+    uint8_t *failed, *prop;
+    int rc, out = 0;
+
+    rc = ulfm_collective(comm, flag, &c, &failed, &prop);
+    if (rc != MPI_SUCCESS)
+        return ftw_raise(comm, rc, "MPIX_Comm_agree", -1);
+    ftw_pending_finish_all();
+    rc = ftw_agree(c, prop, *flag, failed, &out);
+    if (rc == MPI_SUCCESS)
+        rc = agree_finish(c, failed, out, flag);
+    free(prop);
+    free(failed);
+    return rc == MPI_SUCCESS ? rc : ftw_raise(comm, rc, "MPIX_Comm_agree", -1);
+}
+
+FTW_EXPORT int MPIX_Comm_iagree(MPI_Comm comm, int *flag,
+                                MPI_Request *request)
+{
+    ftw_comm_t *c;
+    uint8_t *failed, *prop;
+    int rc;
+
+    rc = ulfm_collective(comm, request ? (void *)flag : NULL, &c, &failed,
+                         &prop);
+    if (rc != MPI_SUCCESS)
+        return ftw_raise(comm, rc, "MPIX_Comm_iagree", -1);
+    rc = ftw_pending_start(c, agree_finish, failed, prop, *flag, flag,
+                           request);
+    free(prop);
+    return rc == MPI_SUCCESS ? rc : ftw_raise(comm, rc, "MPIX_Comm_iagree",
+                                              -1);
+}
+
+/* ---- shrink ------------------------------------------------------------- */
+
+static int is_predefined_eh(MPI_Errhandler eh)
+{
+#ifdef MPI_ERRORS_ABORT
+    if (eh == MPI_ERRORS_ABORT)
+        return 1;
+#endif
+    return eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_RETURN;
+}
+
+/* After the agreement: the communicator of the processes not in failed
+ * (bit 0), made on the control communicator (whose group MPICH wants,
+ * see validate.c), with comm's error handler. */
+static int shrink_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
+                         void *out)
+{
+    MPI_Group all, keep;
+    MPI_Errhandler eh;
+    MPI_Comm nc;
+    int *excl = malloc(sizeof(int) * (size_t)c->size), nexcl = 0, rc;
+
+    (void)flag;
+    if (excl == NULL)
+        return MPI_ERR_NO_MEM;
+    for (int r = 0; r < c->size; r++)
+        if (failed[r] & 1)
+            excl[nexcl++] = r;
+    PMPI_Comm_group(c->ctl, &all);
+    PMPI_Group_excl(all, nexcl, excl, &keep);
+    rc = PMPI_Comm_create_group(c->ctl, keep, TAG_SHRINK, &nc);
+    PMPI_Group_free(&keep);
+    PMPI_Group_free(&all);
+    free(excl);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (PMPI_Comm_get_errhandler(c->user, &eh) == MPI_SUCCESS) {
+        PMPI_Comm_set_errhandler(nc, eh);
+        if (!is_predefined_eh(eh))
+            PMPI_Errhandler_free(&eh);
+    }
+    ftw_comm_track(nc, 1);
+    ftw_stat_add(FTW_STAT_SHRINKS, 1);
+    *(MPI_Comm *)out = nc;
+    return MPI_SUCCESS;
+}
+
+int ftw_comm_shrink(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    ftw_comm_t *c;
+    uint8_t *failed;
+    int rc, flag;
+
+    rc = ulfm_collective(comm, newcomm, &c, &failed, NULL);
+    if (rc != MPI_SUCCESS)
+        return ftw_raise(comm, rc, "MPIX_Comm_shrink", -1);
+    ftw_pending_finish_all();
+    rc = ftw_agree(c, NULL, 1, failed, &flag);
+    if (rc == MPI_SUCCESS)
+        rc = shrink_finish(c, failed, flag, newcomm);
+    free(failed);
+    return rc == MPI_SUCCESS ? rc : ftw_raise(comm, rc, "MPIX_Comm_shrink",
+                                              -1);
+}
+
+FTW_EXPORT int MPIX_Comm_ishrink(MPI_Comm comm, MPI_Comm *newcomm,
+                                 MPI_Request *request)
+{
+    ftw_comm_t *c;
+    uint8_t *failed;
+    int rc;
+
+    rc = ulfm_collective(comm, request ? (void *)newcomm : NULL, &c,
+                         &failed, NULL);
+    if (rc == MPI_SUCCESS)
+        rc = ftw_pending_start(c, shrink_finish, failed, NULL, 1, newcomm,
+                               request);
+    return rc == MPI_SUCCESS ? rc : ftw_raise(comm, rc, "MPIX_Comm_ishrink",
+                                              -1);
+}
+
+/* ---- entry points the MPI's mpi.h does not declare ----------------------
+ * (Open MPI 4.1's has none of them; MPICH 4.0's declares five, which the
+ * generator wraps.) */
+
+#ifndef FTW_HAVE_MPIX_COMM_REVOKE
+FTW_EXPORT int MPIX_Comm_revoke(MPI_Comm comm)
+{
+    return ftw_comm_revoke(comm);
+}
+#endif
+
+#ifndef FTW_HAVE_MPIX_COMM_SHRINK
+FTW_EXPORT int MPIX_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    return ftw_comm_shrink(comm, newcomm);
+}
+#endif
+
+#ifndef FTW_HAVE_MPIX_COMM_AGREE
+FTW_EXPORT int MPIX_Comm_agree(MPI_Comm comm, int *flag)
+{
+    return ftw_comm_agree(comm, flag);
+}
+#endif
+
+#ifndef FTW_HAVE_MPIX_COMM_FAILURE_ACK
+FTW_EXPORT int MPIX_Comm_failure_ack(MPI_Comm comm)
+{
+    return ftw_comm_failure_ack(comm);
+}
+#endif
+
+#ifndef FTW_HAVE_MPIX_COMM_FAILURE_GET_ACKED
+FTW_EXPORT int MPIX_Comm_failure_get_acked(MPI_Comm comm,
+                                           MPI_Group *failedgrp)
+{
+    return ftw_comm_failure_get_acked(comm, failedgrp);
+}
+#endif
