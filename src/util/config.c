@@ -46,8 +46,10 @@ static const ftw_cfg_row_t cfg_table[] = {
       "recv, wait, probe, coll, finalize).",
       FTW_CFG_STRING, FTW_CFG_FIELD(inject), NULL },
     { "FTW_FINALIZE_TIMEOUT", "10",
-      "Seconds the native MPI_Finalize may take after failures before the "
-      "process ends itself (status 0; it had reached MPI_Finalize).",
+      "Seconds the native MPI_Finalize may take before the process ends "
+      "itself: status 0 if a process failed meanwhile (it had reached "
+      "MPI_Finalize), else 70.  After failures seen before it, the native "
+      "finalize is skipped.",
       FTW_CFG_DOUBLE, FTW_CFG_FIELD(finalize_timeout), NULL },
     { "FTW_EAGER_MAX", "4096",
       "Blocking standard and ready sends up to this size go straight to the "
