@@ -504,6 +504,21 @@ def xlate(names, comm, peer=None, peer2=None):
     return ", ".join(sub.get(a, a) for a in names)
 
 
+# Sends that may go through ftwrap's rendezvous (buffered sends complete
+# locally and persistent ones restart natively: those stay the MPI's).
+RNDV_SENDS = {"Send", "Ssend", "Rsend", "Isend", "Issend", "Irsend"}
+
+
+def rndv_send(f, n, kind, request):
+    """Large sends go to the rendezvous core while it is on."""
+    base, sfx = base_and_suffix(f)
+    if base not in RNDV_SENDS or sfx:
+        return ""
+    return ("    if (ftw_unlikely(ftw_rndv_min != 0) && ftw_send_rndv(%s, %s))\n"
+            "        return ftw_rndv_send_op(%s, %s, \"%s\", %s);\n"
+            % (n[1], n[2], ", ".join(n[:6]), kind, f.name, request))
+
+
 def body_send(f):
     base, sfx = base_and_suffix(f)
     kind = "FTW_OP_SSEND" if "ssend" in base.lower() else "FTW_OP_SEND"
@@ -516,6 +531,7 @@ def body_send(f):
                 n[1], n[2])
             out += ("    if (ftw_quiet()%s)\n"
                     "        return %s;\n" % (eager, f.call(f.pname)))
+        out += rndv_send(f, n, kind, "NULL")
         out += op_begin(f, n[5], n[3], kind)
         out += refused("MPI_STATUS_IGNORE")
         if base == "Bsend":
@@ -527,11 +543,21 @@ def body_send(f):
                       "MPI_STATUS_IGNORE);\n"
                       % (nonblocking_of(base, sfx), args))
     n = shape(f, P2P + [REQ])
-    return body_post(f, n, n[5], n[3], kind, n[6])
+    head = "    ftw_op_t op;\n\n"
+    return head + rndv_send(f, n, kind, n[6]) + \
+        body_post(f, n, n[5], n[3], kind, n[6])[len(head):]
+
+
+def rndv_recv(f, n, persistent, request, status):
+    """Receives go to the rendezvous core while it is on."""
+    return ("    if (ftw_unlikely(ftw_rndv_min != 0))\n"
+            "        return ftw_rndv_recv_op(%s, \"%s\", %d, %s, %s);\n"
+            % (", ".join(n[:6]), f.name, persistent, request, status))
 
 
 def set_buf(buf, count, dt):
-    return "    ftw_op_set_buf(&op, %s, %s, %s);\n" % (buf, count, dt)
+    return ("    ftw_op_set_buf(&op, %s, %s, %s);\n"
+            "    ftw_op_rndv_recv(&op);\n" % (buf, count, dt))
 
 
 def body_post(f, names, comm, peer, kind, request, peer2=None, rbuf=None):
@@ -580,6 +606,7 @@ def body_recv(f):
                 % (f.call(f.pname), n[4]))
     if BLOCKS_ in f.attrs:
         n = shape(f, P2P + [ST])
+        rndv = rndv_recv(f, n, 0, "NULL", n[6]) if not sfx else ""
         fast = ("    if (ftw_quiet()) {\n"
                 "        MPI_Request req;\n"
                 "        int rc = %s(%s, &req);\n\n"
@@ -587,7 +614,7 @@ def body_recv(f):
                 "%s, %s, %s, \"%s\", %s, %s, %s);\n    }\n"
                 % (nonblocking_of(base, sfx), ", ".join(n[:6]), n[6], n[5],
                    n[3], f.name, n[0], n[1], n[2]))
-        return ("    ftw_op_t op;\n\n" + fast +
+        return ("    ftw_op_t op;\n\n" + rndv + fast +
                 op_begin(f, n[5], n[3], "FTW_OP_RECV") +
                 set_buf(n[0], n[1], n[2])
                 + refused(n[6]) +
@@ -595,8 +622,11 @@ def body_recv(f):
                 % (nonblocking_of(base, sfx), xlate(n[:6], n[5], n[3]),
                    n[6]))
     n = shape(f, P2P + [REQ])
-    return body_post(f, n, n[5], n[3], "FTW_OP_RECV", n[6],
-                     rbuf=(n[0], n[1], n[2]))
+    rndv = rndv_recv(f, n, 1 if PERSISTENT_ in f.attrs else 0, n[6],
+                     "MPI_STATUS_IGNORE") if not sfx else ""
+    head = "    ftw_op_t op;\n\n"
+    return head + rndv + body_post(f, n, n[5], n[3], "FTW_OP_RECV", n[6],
+                                   rbuf=(n[0], n[1], n[2]))[len(head):]
 
 
 def body_sendrecv(f):

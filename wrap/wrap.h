@@ -17,6 +17,7 @@
 #include "ft/complete.h"
 #include "ft/ft.h"
 #include "ft/op.h"
+#include "ft/p2p_rndv.h"
 #include "ft/probe.h"
 #include "ft/ulfm.h"
 

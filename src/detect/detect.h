@@ -91,6 +91,9 @@ typedef enum {
     FTW_INJECT_PROBE,
     FTW_INJECT_COLL,
     FTW_INJECT_FINALIZE,
+    FTW_INJECT_PULL,        /* a rendezvous chunk this process pulls */
+    FTW_INJECT_PULLED,      /* a chunk another process pulls from this
+                             * one: the puller sends the signal */
     FTW_INJECT_NPOINTS
 } ftw_inject_point_t;
 
@@ -101,6 +104,19 @@ static inline void ftw_inject(ftw_inject_point_t point)
 {
     if (__builtin_expect(ftw_inject_armed, 0))
         ftw_inject_hit(point);
+}
+
+/* FTW_INJECT_PULLED: this process is about to pull a chunk from world
+ * rank peer (pid): if the spec names peer at pulled:N and this is the
+ * N-th such chunk of the job seen here, signal peer.  One branch when
+ * no spec names pulled. */
+extern int ftw_inject_pulled_rank;
+void ftw_inject_pulled_hit(int peer, int pid);
+
+static inline void ftw_inject_pulled(int peer, int pid)
+{
+    if (__builtin_expect(ftw_inject_pulled_rank == peer, 0))
+        ftw_inject_pulled_hit(peer, pid);
 }
 
 /* Parse FTW_INJECT for this world rank; a malformed value is an error

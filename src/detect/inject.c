@@ -34,7 +34,11 @@ static const char *const point_names[FTW_INJECT_NPOINTS] = {
     [FTW_INJECT_PROBE] = "probe",
     [FTW_INJECT_COLL] = "coll",
     [FTW_INJECT_FINALIZE] = "finalize",
+    [FTW_INJECT_PULL] = "pull",
+    [FTW_INJECT_PULLED] = "pulled",
 };
+
+int ftw_inject_pulled_rank = -1;
 
 static const struct {
     const char *name;
@@ -127,7 +131,7 @@ static ftw_status_t inject_parse(char *spec, long *rank_p)
         bad[sizeof(bad) - 1] = '\0';
         if (parse_item(item, rank_p, &have_at) < 0) {
             ftw_error("FTW_INJECT: cannot parse '%s' (expected rank=R, "
-                      "at=send|recv|wait|probe|coll|finalize:N or "
+                      "at=send|recv|wait|probe|coll|finalize|pull|pulled:N or "
                       "sig=NAME)", bad);
             return FTW_ST_INVALID_PARAM;
         }
@@ -158,6 +162,11 @@ ftw_status_t ftw_inject_init(int world_rank)
     inj.sig_name = "KILL";
     status = inject_parse(spec, &rank);
     free(spec);
+    if (status == FTW_OK && inj.point == FTW_INJECT_PULLED) {
+        /* Counted by the processes that pull from the victim. */
+        ftw_inject_pulled_rank = (int)rank;
+        return status;
+    }
     if (status == FTW_OK && rank == world_rank) {
         ftw_debug("armed: SIG%s at %s:%lu", inj.sig_name,
                   point_names[inj.point], inj.count);
@@ -179,4 +188,24 @@ void ftw_inject_hit(ftw_inject_point_t point)
     ftw_info("injecting SIG%s at %s:%lu", inj.sig_name, point_names[point],
              n);
     kill(getpid(), inj.sig);
+}
+
+void ftw_inject_pulled_hit(int peer, int pid)
+{
+    unsigned long n;
+
+    n = atomic_fetch_add_explicit(&inj.calls[FTW_INJECT_PULLED], 1,
+                                  memory_order_relaxed) + 1;
+    if (n != inj.count)
+        return;
+    ftw_info("injecting SIG%s into world rank %d (pid %d) at pulled:%lu",
+             inj.sig_name, peer, pid, n);
+    if (kill(pid, inj.sig) < 0) {
+        ftw_warn("kill %d: %m", pid);
+        return;
+    }
+    /* The victim is to die mid-pull: the pull goes on only once the
+     * detector knows, so the puller cannot finish first. */
+    for (int i = 0; i < 5000 && !ftw_detect_is_failed(peer); i++)
+        usleep(1000);
 }

@@ -13,6 +13,7 @@
 #include "ft/ft.h"
 #include "ft/op.h"
 #include "ft/ulfm.h"
+#include "ft/p2p_rndv.h"
 #include "util/log.h"
 
 #define SMALL_N 32
@@ -85,7 +86,8 @@ static void reqset_fini(reqset_t *s, const MPI_Request reqs[])
  * caller ignores them and a drain means they must be read. */
 static MPI_Status *reqset_statuses(reqset_t *s, MPI_Status *sts)
 {
-    return sts == MPI_STATUSES_IGNORE && drains_known() ? s->st : sts;
+    return sts == MPI_STATUSES_IGNORE && (drains_known() || ftw_rndv_min)
+           ? s->st : sts;
 }
 
 /* Look the requests up once, when a failure makes it worth it. */
@@ -154,6 +156,30 @@ static int reqset_drained(reqset_t *s, int k, const int idx[],
     return bad;
 }
 
+/* Completed requests j of k (request idx[j], or j) that carry a
+ * rendezvous are finished (the pull, or the FIN read); 1 if any ended in
+ * error (s->err set). */
+static int reqset_rndv(reqset_t *s, int k, const int idx[], MPI_Status sts[])
+{
+    int bad = 0;
+
+    if (ftw_likely(ftw_rndv_min == 0) || sts == MPI_STATUSES_IGNORE)
+        return 0;
+    reqset_lookup(s);
+    for (int j = 0; j < k; j++) {
+        int i = idx ? idx[j] : j, rc;
+
+        if (!s->has[i] || !s->info[i].rndv)
+            continue;
+        rc = ftw_rndv_finish(&s->info[i], &sts[j]);
+        if (rc != MPI_SUCCESS) {
+            s->err[i] = rc;
+            bad = 1;
+        }
+    }
+    return bad;
+}
+
 /* Check request i against the failures; its outcome or FTW_PENDING_CODE. */
 static int reqset_failcheck(reqset_t *s, int i, MPI_Request reqs[],
                             MPI_Status *status)
@@ -169,7 +195,9 @@ static int reqset_failcheck(reqset_t *s, int i, MPI_Request reqs[],
 static int reqset_raise(reqset_t *s, const char *name, int code)
 {
     for (int i = 0; i < s->n; i++)
-        if (s->has[i] && ftw_is_own_error(s->err[i]))
+        if (s->has[i] && (ftw_is_own_error(s->err[i]) ||
+                          (s->info[i].rndv && s->err[i] != MPI_SUCCESS &&
+                           s->err[i] != FTW_PENDING_CODE)))
             return ftw_raise(s->info[i].comm, code, name, s->info[i].peer);
     return code;
 }
@@ -211,6 +239,8 @@ int ftw_wait(MPI_Request *req, MPI_Status *status)
 static void test_progress(void)
 {
     ftw_wrap_check();
+    if (ftw_rndv_min != 0)
+        ftw_rndv_progress_recvs();
     if (ftw_unlikely(ftw_validates_pending))
         ftw_validate_progress();
 }
@@ -220,6 +250,7 @@ int ftw_test(MPI_Request *req, int *flag, MPI_Status *status)
     MPI_Request saved = *req;
     ftw_req_t *e = NULL;
     ftw_reqinfo_t info;
+    MPI_Status local;
     int rc;
 
     test_progress();
@@ -236,11 +267,15 @@ int ftw_test(MPI_Request *req, int *flag, MPI_Status *status)
         }
     }
     if (e == NULL && *flag && rc == MPI_SUCCESS &&
-        (ftw_unlikely(ftw_p2p_moved) || drains_known()) &&
+        (ftw_unlikely(ftw_p2p_moved) || drains_known() || ftw_rndv_min) &&
         (e = ftw_req_find(saved)) != NULL) {
         info = e->info;
+        if (status == MPI_STATUS_IGNORE && info.rndv)
+            status = &local;
         if (status != MPI_STATUS_IGNORE)
             rc = ftw_req_completed(&info, status);
+        if (rc == MPI_SUCCESS && info.rndv)
+            rc = ftw_rndv_finish_raise(&info, status, "MPI_Test");
     }
     return single_finish(saved, e, &info, req, rc, "MPI_Test", status);
 }
@@ -265,6 +300,8 @@ static int all_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
             s->err[i] = rc;
             if (rc == MPI_SUCCESS && st != MPI_STATUS_IGNORE)
                 reqset_drained(s, 1, &i, st);
+            if (s->err[i] == MPI_SUCCESS && st != MPI_STATUS_IGNORE)
+                reqset_rndv(s, 1, &i, st);
             continue;
         }
         if (check_failures)
@@ -288,6 +325,17 @@ static int all_result(reqset_t *s, MPI_Status sts[], const char *name)
     return reqset_raise(s, name, MPI_ERR_IN_STATUS);
 }
 
+/* Every request of the set completed: finish their rendezvous; 1 if
+ * any failed (then s->err holds every outcome). */
+static int all_rndv(reqset_t *s, MPI_Status sts[])
+{
+    if (ftw_likely(ftw_rndv_min == 0))
+        return 0;
+    for (int i = 0; i < s->n; i++)
+        s->err[i] = MPI_SUCCESS;
+    return reqset_rndv(s, s->n, NULL, sts);
+}
+
 int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
     reqset_t s;
@@ -304,6 +352,8 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
     while (!failures_known() && !drains_known()) {
         rc = PMPI_Testall(n, reqs, &flag, sts);
         if (rc != MPI_SUCCESS || flag) {
+            if (rc == MPI_SUCCESS && all_rndv(&s, sts))
+                rc = all_result(&s, sts, "MPI_Waitall");
             reqset_sources(&s, n, NULL, sts);
             goto out;
         }
@@ -334,7 +384,8 @@ int ftw_testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
     if (rc == MPI_SUCCESS && *flag) {
         for (int i = 0; i < n; i++)
             s.err[i] = MPI_SUCCESS;
-        if (reqset_drained(&s, n, NULL, sts))
+        if (reqset_drained(&s, n, NULL, sts) |
+            reqset_rndv(&s, n, NULL, sts))
             rc = all_result(&s, sts, "MPI_Testall");
         reqset_sources(&s, n, NULL, sts);
         reqset_fini(&s, reqs);
@@ -397,7 +448,7 @@ static int any_common(int n, MPI_Request reqs[], int *index, int *flag,
     rc = reqset_init(&s, n, reqs);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (status == MPI_STATUS_IGNORE && drains_known())
+    if (status == MPI_STATUS_IGNORE && (drains_known() || ftw_rndv_min))
         status = &local;
     ftw_poll_init(&p);
     for (;;) {
@@ -409,6 +460,8 @@ static int any_common(int n, MPI_Request reqs[], int *index, int *flag,
                 status != MPI_STATUS_IGNORE) {
                 if (reqset_drained(&s, 1, index, status))
                     rc = reqset_raise(&s, name, FTW_ERR_DRAINED);
+                else if (reqset_rndv(&s, 1, index, status))
+                    rc = reqset_raise(&s, name, s.err[*index]);
                 reqset_sources(&s, 1, index, status);
             }
             break;
@@ -468,6 +521,7 @@ static int some_common(int n, MPI_Request reqs[], int *outcount,
         for (int k = 0; k < *outcount; k++)
             s.err[indices[k]] = MPI_SUCCESS;
         bad |= reqset_drained(&s, *outcount, indices, sts);
+        bad |= reqset_rndv(&s, *outcount, indices, sts);
         reqset_sources(&s, *outcount, indices, sts);
         if ((ftw_poll_changed(&p) || !blocking) && failures_known()) {
             for (int i = 0; i < n; i++) {
@@ -542,6 +596,8 @@ int ftw_start(MPI_Request *req)
 
     ftw_wrap_check();
     rc = start_refused(*req, "MPI_Start");
+    if (rc == MPI_SUCCESS && ftw_rndv_min != 0)
+        ftw_rndv_started(*req);
     return rc != MPI_SUCCESS ? rc : PMPI_Start(req);
 }
 
@@ -553,6 +609,8 @@ int ftw_startall(int n, MPI_Request reqs[])
 
         if (rc != MPI_SUCCESS)
             return rc;
+        if (ftw_rndv_min != 0)
+            ftw_rndv_started(reqs[i]);
     }
     return PMPI_Startall(n, reqs);
 }
@@ -563,11 +621,33 @@ int ftw_request_get_status(MPI_Request req, int *flag, MPI_Status *status)
     int rc;
 
     ftw_wrap_check();
+    if (ftw_rndv_min != 0)
+        ftw_rndv_progress_recvs();
     rc = PMPI_Request_get_status(req, flag, status);
+    if (ftw_rndv_min != 0 && rc == MPI_SUCCESS && *flag)
+        ftw_rndv_peek(req, status);
     if (ftw_unlikely(ftw_p2p_moved) && rc == MPI_SUCCESS && *flag &&
         (e = ftw_req_find(req)) != NULL)
         ftw_status_to_user(e->info.p2p_user, e->info.p2p_n, status);
     return rc;
+}
+
+/* A rendezvous request the application lets go while the MPI may still
+ * write what it owns (the FIN word, the scratch header): driven to its
+ * end by the rendezvous layer, which frees that memory then. */
+static int free_rndv(MPI_Request *req)
+{
+    ftw_req_t *e = ftw_req_find(*req);
+    void *owned;
+
+    if (e == NULL || !e->info.rndv || e->info.persistent)
+        return 0;
+    owned = e->info.owned;
+    e->info.owned = NULL;
+    ftw_req_del(*req);
+    ftw_rndv_loose_add(*req, owned);
+    *req = MPI_REQUEST_NULL;
+    return 1;
 }
 
 int ftw_request_free(MPI_Request *req)
@@ -576,6 +656,8 @@ int ftw_request_free(MPI_Request *req)
     int rc;
 
     ftw_wrap_check();
+    if (ftw_rndv_min != 0 && free_rndv(req))
+        return MPI_SUCCESS;
     rc = PMPI_Request_free(req);
     if (rc == MPI_SUCCESS)
         ftw_req_del(saved);

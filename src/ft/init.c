@@ -7,6 +7,7 @@
 #include "ft/op.h"
 #include "ft/request.h"
 #include "ft/ulfm.h"
+#include "rndv/rndv.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/stats.h"
@@ -95,6 +96,9 @@ int ftw_init_after(int rc)
                   "other processes will not be noticed (see the messages "
                   "above)");
 
+    if (ftw_rndv_init() != FTW_OK)
+        ftw_error("the rendezvous could not start: large messages go "
+                  "through the MPI (see the messages above)");
     ftw_comm_track(MPI_COMM_WORLD, 1);
     ftw_comm_track(MPI_COMM_SELF, 1);
     ctl_comm = ftw_comm_get(MPI_COMM_WORLD)->ctl;
@@ -115,6 +119,7 @@ int ftw_finalize(void)
     if (ftw_cfg.stats)
         ftw_stats_print(stdout, world_rank);
     ftw_active = 0;
+    ftw_rndv_fini();
     rc = ftw_finalize_run(ctl_comm, world_rank);
     ftw_detect_fini();
     ftw_comm_table_clear();

@@ -9,6 +9,7 @@
 #include "ft/coll.h"
 #include "ft/comm.h"
 #include "ft/ft.h"
+#include "ft/p2p_rndv.h"
 #include "ft/probe.h"
 #include "ft/quarantine.h"
 #include "ft/ulfm.h"
@@ -36,6 +37,7 @@ void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
     op->info.owned = NULL;
     op->info.buf = NULL;
     op->info.p2p_user = NULL;
+    op->info.rndv = 0;
     op->native = comm;
     op->npeer = peer;
     op->npeer2 = FTW_NO_PEER;
@@ -243,7 +245,7 @@ FTW_TLS MPI_Datatype ftw_size_dt;
 FTW_TLS MPI_Count ftw_size_val;
 FTW_TLS unsigned ftw_size_gen;
 
-static int type_size(MPI_Datatype dt, MPI_Count *size_p)
+int ftw_type_size(MPI_Datatype dt, MPI_Count *size_p)
 {
     unsigned gen = atomic_load_explicit(&ftw_type_gen, memory_order_relaxed);
 
@@ -263,7 +265,7 @@ int ftw_send_eager_slow(MPI_Count count, MPI_Datatype dt)
 {
     MPI_Count size;
 
-    if (type_size(dt, &size) != MPI_SUCCESS)
+    if (ftw_type_size(dt, &size) != MPI_SUCCESS)
         return 1;   /* let the MPI report the bad datatype */
     return count * size <= (MPI_Count)ftw_cfg.eager_max;
 }
@@ -318,6 +320,10 @@ void ftw_poll_idle(ftw_poll_t *p)
         ftw_grave_progress();
         if (ftw_unlikely(ftw_revoke_listening))
             ftw_revoke_poll();  /* notices whose bell came early */
+    }
+    if (ftw_rndv_min != 0 && (p->spins & 15) == 0) {
+        ftw_rndv_progress_recvs();
+        ftw_rndv_progress();
     }
     /* Waiting long: give the core to the processes this one waits for
      * (jobs often have more ranks than cores), now and then, so a waiter
@@ -377,9 +383,11 @@ static int recv_cancel(const ftw_reqinfo_t *info, MPI_Request *req,
     }
     PMPI_Test_cancelled(&st, &cancelled);
     if (!cancelled) {
+        int rc = info->rndv ? ftw_rndv_finish(info, &st) : MPI_SUCCESS;
+
         if (status != MPI_STATUS_IGNORE)
             *status = st;
-        return MPI_SUCCESS;
+        return rc;
     }
     ftw_stat_add(FTW_STAT_RECV_CANCELLED, 1);
     ftw_status_fail(status, code, source);
@@ -521,8 +529,12 @@ int ftw_req_wait(const ftw_reqinfo_t *info, MPI_Request *req,
 
         if (rc != MPI_SUCCESS)
             return rc;
-        if (flag)
-            return ftw_req_completed(info, status);
+        if (flag) {
+            rc = ftw_req_completed(info, status);
+            if (info != NULL && info->rndv && rc == MPI_SUCCESS)
+                rc = ftw_rndv_finish_raise(info, status, "MPI_Wait");
+            return rc;
+        }
         if (ftw_poll_changed(&p) && info != NULL) {
             rc = ftw_req_failcheck(info, req, status, blocking);
             if (rc != FTW_PENDING_CODE)

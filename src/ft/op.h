@@ -65,6 +65,9 @@ extern FTW_TLS unsigned ftw_size_gen;
 extern _Atomic unsigned ftw_type_gen;
 int ftw_send_eager_slow(MPI_Count count, MPI_Datatype dt);
 
+/* The size of dt, through the per-thread cache of the last one asked. */
+int ftw_type_size(MPI_Datatype dt, MPI_Count *size_p);
+
 /* Nonzero if count elements of dt fit FTW_EAGER_MAX (last type cached). */
 static inline int ftw_send_eager(MPI_Count count, MPI_Datatype dt)
 {

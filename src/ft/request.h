@@ -30,6 +30,7 @@ typedef struct {
     int peer2;          /* the send side of a send-receive, or FTW_NO_PEER */
     uint8_t kind;       /* ftw_op_kind_t */
     uint8_t persistent;
+    uint8_t rndv;       /* FTW_RNDV_* (ft/p2p_rndv.h), 0: plain */
     uint32_t coll_gen;  /* FTW_OP_COLL: the communicator's coll_gen */
     uint32_t drain_seq; /* ftw_drain_seq when posted */
     uint32_t epoch0;    /* failure epoch when posted (interrupt mode) */

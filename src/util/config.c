@@ -13,6 +13,8 @@ ftw_config_t ftw_cfg;
 
 static const char *const log_names[] = { "error", "warn", "info", "debug",
                                          NULL };
+static const char *const xport_names[] = { "auto", "cma", "shm", "native",
+                                           NULL };
 static const char *const detect_names[] = { "auto", "pidfd", "heartbeat",
                                             "off", NULL };
 static const char *const ulfm_names[] = { "auto", "on", "off", NULL };
@@ -43,7 +45,9 @@ static const ftw_cfg_row_t cfg_table[] = {
     { "FTW_INJECT", "",
       "Fault injection for tests: rank=R,at=POINT:N[,sig=NAME] kills rank R "
       "with signal NAME (default KILL) on its N-th call at POINT (send, "
-      "recv, wait, probe, coll, finalize).",
+      "recv, wait, probe, coll, finalize, pull: a rendezvous chunk it pulls; "
+      "pulled: the N-th chunk a receiver pulls from it, the receiver sends "
+      "the signal).",
       FTW_CFG_STRING, FTW_CFG_FIELD(inject), NULL },
     { "FTW_FINALIZE_TIMEOUT", "10",
       "Seconds the native MPI_Finalize may take before the process ends "
@@ -60,6 +64,20 @@ static const ftw_cfg_row_t cfg_table[] = {
       "MPIX_ERR_PROC_FAILED_PENDING), off (FTW_ERR_PROC_FAIL_STOP and "
       "FTW_ERR_ANY_SOURCE_DISABLED), auto (on if the program calls ULFM).",
       FTW_CFG_ENUM, FTW_CFG_FIELD(ulfm), ulfm_names },
+    { "FTW_RNDV_THRESHOLD", "0",
+      "Point-to-point messages of at least this many bytes to a process on "
+      "this host go through ftwrap's own rendezvous (the receiver pulls the "
+      "data); 0 turns it off.  Values below 1k are raised to 1k.",
+      FTW_CFG_SIZE, FTW_CFG_FIELD(rndv_threshold), NULL },
+    { "FTW_XPORT", "auto",
+      "Rendezvous transport: auto (cma where a test read works, else "
+      "native), cma, shm (not yet available: acts as cma), native (every "
+      "message through the MPI).",
+      FTW_CFG_ENUM, FTW_CFG_FIELD(xport), xport_names },
+    { "FTW_RNDV_CHUNK", "4m",
+      "A rendezvous pull reads at most this many bytes at a time and checks "
+      "for failures in between.",
+      FTW_CFG_SIZE, FTW_CFG_FIELD(rndv_chunk), NULL },
 };
 
 static const char *const type_names[] = {

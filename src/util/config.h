@@ -33,6 +33,9 @@ typedef struct {
     double finalize_timeout; /* FTW_FINALIZE_TIMEOUT, seconds */
     size_t eager_max;       /* FTW_EAGER_MAX, bytes */
     int ulfm;               /* FTW_ULFM: ftw_ulfm_choice_t */
+    size_t rndv_threshold;  /* FTW_RNDV_THRESHOLD, bytes; 0: off */
+    int xport;              /* FTW_XPORT: ftw_xport_mode_t */
+    size_t rndv_chunk;      /* FTW_RNDV_CHUNK, bytes */
 } ftw_config_t;
 
 /* FTW_ULFM values, in the order of the table's names. */
@@ -41,6 +44,14 @@ typedef enum {
     FTW_ULFM_ON,
     FTW_ULFM_OFF,
 } ftw_ulfm_choice_t;
+
+/* FTW_XPORT values, in the order of the table's names. */
+typedef enum {
+    FTW_XPORT_AUTO,         /* the best transport each peer allows */
+    FTW_XPORT_CMA,          /* process_vm_readv on this host */
+    FTW_XPORT_SHM,          /* shared-memory pull (not yet: acts as cma) */
+    FTW_XPORT_NATIVE,       /* every message through the MPI unchanged */
+} ftw_xport_mode_t;
 
 /* FTW_DETECT values, in the order of the table's names. */
 typedef enum {

@@ -24,7 +24,13 @@
     _(QUARANTINED,    "quarantined",    "receive buffers quarantined") \
     _(REVOKES,        "revokes",        "MPIX_Comm_revoke calls")        \
     _(SHRINKS,        "shrinks",        "MPIX_Comm_shrink completed")    \
-    _(AGREES,         "agrees",         "MPIX_Comm_agree completed")
+    _(AGREES,         "agrees",         "MPIX_Comm_agree completed")  \
+    _(RNDV_CMA,       "rndv_cma",       "rendezvous messages pulled by CMA") \
+    _(RNDV_CMA_BYTES, "rndv_cma_bytes", "bytes pulled by CMA")          \
+    _(RNDV_NATIVE,    "rndv_native",    "large messages sent natively")  \
+    _(RNDV_NATIVE_BYTES, "rndv_native_bytes", "bytes of those")         \
+    _(RNDV_TRUNCATED, "rndv_truncated", "rendezvous messages truncated") \
+    _(RNDV_ABORTED,   "rndv_aborted",   "rendezvous ended by a failure")
 
 typedef enum {
 #define FTW_STAT_ENUM_(id, key, help) FTW_STAT_##id,

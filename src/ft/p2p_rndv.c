@@ -1,0 +1,388 @@
+/* The rendezvous inside point-to-point calls: posting and finishing. */
+#include "ft/p2p_rndv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftwrap.h"
+#include "ft/comm.h"
+#include "util/log.h"
+#include "util/stats.h"
+#include "xport/xport.h"
+
+/* What a rendezvous-capable receive owns (ftw_reqinfo_t.owned): the
+ * outcome of a completion finished early, shared by every copy of the
+ * request's info, and the scratch header. */
+typedef struct {
+    int32_t active;         /* posted (a persistent one: started) */
+    int32_t finished;       /* finished early: code and got hold */
+    int32_t code;
+    int32_t pad;
+    MPI_Count got;          /* bytes the status reports */
+    char scratch[FTW_RTS_SIZE];
+} rstate_t;
+
+/* World rank of rank peer of comm, or -1 (intercommunicators, wildcard
+ * or null peers, unknown communicators go native). */
+static int peer_world(MPI_Comm comm, int peer)
+{
+    ftw_comm_t *c = ftw_comm_get(comm);
+
+    if (c == NULL || c->is_inter || peer < 0 || peer >= c->size)
+        return -1;
+    return c->peer_world[peer];
+}
+
+/* A large send the MPI carries: what the wrapper would have done. */
+static int send_native(ftw_op_t *op, const void *buf, int count,
+                       MPI_Datatype dt, int tag, MPI_Request *request)
+{
+    int (*isend)(const void *, int, MPI_Datatype, int, int, MPI_Comm,
+                 MPI_Request *) =
+        op->info.kind == FTW_OP_SSEND ? PMPI_Issend : PMPI_Isend;
+    MPI_Count size = 0;
+
+    ftw_type_size(dt, &size);
+    ftw_stat_add(FTW_STAT_RNDV_NATIVE, 1);
+    ftw_stat_add(FTW_STAT_RNDV_NATIVE_BYTES, (uint64_t)(count * size));
+    if (request != NULL)
+        return ftw_op_posted(op, isend(buf, count, dt, op->npeer, tag,
+                                       op->native, request), request);
+    return ftw_op_wait(op, isend(buf, count, dt, op->npeer, tag, op->native,
+                                 &op->req), MPI_STATUS_IGNORE);
+}
+
+/* The request of a rendezvous send is its FIN receive: watched like a
+ * receive from the destination, so its failure ends it. */
+static void send_info(ftw_op_t *op, const ftw_rndv_send_t *s)
+{
+    op->info.kind = FTW_OP_RECV;
+    op->info.rndv = FTW_RNDV_SEND;
+    op->info.owned = s->owned;
+    op->info.buf = s->owned;
+    op->info.count = 1;
+    op->info.dt = MPI_UINT64_T;
+    op->info.p2p_user = NULL;
+}
+
+int ftw_rndv_send_op(const void *buf, int count, MPI_Datatype dt, int dest,
+                     int tag, MPI_Comm comm, int kind, const char *name,
+                     MPI_Request *request)
+{
+    ftw_rndv_send_t s;
+    ftw_op_t op;
+    MPI_Count size;
+    int world, xport, rc;
+
+    ftw_op_begin(&op, name, comm, dest, (ftw_op_kind_t)kind);
+    if (ftw_op_refused(&op, MPI_STATUS_IGNORE)) {
+        if (request != NULL)
+            *request = MPI_REQUEST_NULL;
+        return op.rc;
+    }
+    world = peer_world(comm, dest);
+    xport = world >= 0 ? (int)ftw_xport_for(world) : FTW_XPORT_ID_NATIVE;
+    if (xport == FTW_XPORT_ID_NATIVE || op.npeer < 0 ||
+        ftw_type_size(dt, &size) != MPI_SUCCESS)
+        return send_native(&op, buf, count, dt, tag, request);
+    if (ftw_rndv_send_start(buf, count, dt, count * size, world, xport, tag,
+                            op.native, op.npeer, &s) != FTW_OK)
+        return ftw_raise(comm, MPI_ERR_OTHER, name, -1);
+    send_info(&op, &s);
+    if (request != NULL) {
+        *request = s.fin_req;
+        ftw_req_add(s.fin_req, &op.info);
+        return MPI_SUCCESS;
+    }
+    op.req = s.fin_req;
+    rc = ftw_op_wait(&op, MPI_SUCCESS, MPI_STATUS_IGNORE);
+    if (rc != FTW_ERR_BUFFER_UNUSABLE)
+        free(s.owned);  /* else the MPI may still write the FIN word */
+    return rc;
+}
+
+/* Post a receive: into the buffer, or the scratch header. */
+static int recv_post(ftw_op_t *op, void *buf, int count, MPI_Datatype dt,
+                     int tag, int persistent, MPI_Request *req)
+{
+    if (op->info.rndv & FTW_RNDV_RSCRATCH) {
+        buf = ((rstate_t *)op->info.owned)->scratch;
+        count = FTW_RTS_SIZE;
+        dt = MPI_BYTE;
+    }
+    if (persistent)
+        return PMPI_Recv_init(buf, count, dt, op->npeer, tag, op->native,
+                              req);
+    return PMPI_Irecv(buf, count, dt, op->npeer, tag, op->native, req);
+}
+
+/* Where an RTS would land: the buffer if the header fits, else scratch. */
+static int recv_prepare(ftw_op_t *op, int count, MPI_Datatype dt,
+                        int persistent)
+{
+    rstate_t *rs;
+    MPI_Count size;
+
+    if (op->info.peer == MPI_PROC_NULL ||
+        ftw_type_size(dt, &size) != MPI_SUCCESS)
+        return MPI_SUCCESS;     /* nothing can come; the MPI checks dt */
+    rs = calloc(1, sizeof(*rs));
+    if (rs == NULL) {
+        ftw_error("%s: out of memory", op->name);
+        return MPI_ERR_NO_MEM;
+    }
+    rs->active = !persistent;
+    op->info.owned = rs;
+    op->info.rndv = count * size >= FTW_RTS_SIZE ? FTW_RNDV_RUSER
+                                                 : FTW_RNDV_RSCRATCH;
+    return MPI_SUCCESS;
+}
+
+int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
+                     int tag, MPI_Comm comm, const char *name,
+                     int persistent, MPI_Request *request,
+                     MPI_Status *status)
+{
+    ftw_op_t op;
+    int rc;
+
+    ftw_op_begin(&op, name, comm, source, FTW_OP_RECV);
+    ftw_op_set_buf(&op, buf, count, dt);
+    op.info.persistent = (uint8_t)persistent;
+    if (ftw_op_refused(&op, status)) {
+        if (request != NULL)
+            *request = MPI_REQUEST_NULL;
+        return op.rc;
+    }
+    rc = recv_prepare(&op, count, dt, persistent);
+    if (rc == MPI_SUCCESS)
+        rc = recv_post(&op, buf, count, dt, tag, persistent,
+                       request != NULL ? request : &op.req);
+    if (request != NULL) {
+        if (rc == MPI_SUCCESS)
+            ftw_req_add(*request, &op.info);
+        else
+            free(op.info.owned);
+        return rc;
+    }
+    rc = ftw_op_wait(&op, rc, status);
+    if (rc != FTW_ERR_BUFFER_UNUSABLE)
+        free(op.info.owned);
+    return rc;
+}
+
+void ftw_op_rndv_recv(ftw_op_t *op)
+{
+    MPI_Count size;
+
+    if (ftw_rndv_min != 0 &&
+        ftw_type_size(op->info.dt, &size) == MPI_SUCCESS &&
+        op->info.count * size >= FTW_RTS_SIZE)
+        op->info.rndv = FTW_RNDV_RUSER;
+}
+
+/* ---- completion ----------------------------------------------------------- */
+
+/* A rendezvous send's FIN arrived (or its receive was cancelled). */
+static int send_finish(const ftw_reqinfo_t *info, MPI_Status *st)
+{
+    int cancelled = 0;
+
+    PMPI_Test_cancelled(st, &cancelled);
+    if (cancelled)
+        return MPI_SUCCESS;
+    st->MPI_SOURCE = info->peer;
+    PMPI_Status_set_elements_x(st, MPI_BYTE, 0);
+    switch (ftw_rndv_fin_code(info->owned)) {
+    case FTW_FIN_DONE:
+        return MPI_SUCCESS;
+    case FTW_FIN_TRUNCATED:
+        ftw_debug("rank %d took only part of a message (truncated)",
+                  info->peer);
+        return MPI_SUCCESS;     /* as with the MPI: the sender succeeds */
+    default:
+        ftw_warn_sparse("rank %d could not pull a message", info->peer);
+        st->MPI_ERROR = MPI_ERR_OTHER;
+        return MPI_ERR_OTHER;
+    }
+}
+
+static int code_of(ftw_status_t s)
+{
+    switch (s) {
+    case FTW_OK:             return MPI_SUCCESS;
+    case FTW_ST_TRUNCATED:   return MPI_ERR_TRUNCATE;
+    case FTW_ST_PEER_FAILED: return FTW_ERR_PROC_FAIL_STOP;
+    case FTW_ST_NO_MEMORY:   return MPI_ERR_NO_MEM;
+    default:                 return MPI_ERR_OTHER;
+    }
+}
+
+/* The message an RTS announces: pull it, describe it in st. */
+static int rts_finish(const ftw_reqinfo_t *info, MPI_Status *st,
+                      const ftw_rts_t *rts)
+{
+    MPI_Count got = 0;
+    int rc = code_of(ftw_rndv_recv(rts, info->buf, info->count, info->dt,
+                                   &got));
+
+    PMPI_Status_set_elements_x(st, MPI_BYTE, got);
+    if (rc != MPI_SUCCESS)
+        st->MPI_ERROR = rc;
+    return rc;
+}
+
+/* An ordinary message that went to the scratch header: hand it over. */
+static int scratch_copy(const ftw_reqinfo_t *info, MPI_Status *st,
+                        MPI_Count n)
+{
+    MPI_Count size = 0, cap;
+    MPI_Aint lb;
+    int pos = 0, rc = MPI_SUCCESS;
+
+    ftw_type_size(info->dt, &size);
+    cap = info->count * size;
+    if (n > cap) {
+        n = cap;
+        rc = MPI_ERR_TRUNCATE;
+        PMPI_Status_set_elements_x(st, MPI_BYTE, n);
+        st->MPI_ERROR = rc;
+    }
+    if (n == 0)
+        return rc;
+    if (ftw_rndv_contig(info->count, info->dt, &lb))
+        memcpy((char *)info->buf + lb, ((rstate_t *)info->owned)->scratch,
+               (size_t)n);
+    else
+        PMPI_Unpack(((rstate_t *)info->owned)->scratch, (int)n, &pos, info->buf, (int)(n / size),
+                    info->dt, MPI_COMM_WORLD);
+    return rc;
+}
+
+/* The first FTW_RTS_SIZE bytes a receive wrote to its buffer. */
+static void user_header(const ftw_reqinfo_t *info, ftw_rts_t *hdr)
+{
+    MPI_Count size = 1, n;
+    MPI_Aint lb;
+    int pos = 0;
+    char *tmp;
+
+    memset(hdr, 0, sizeof(*hdr));
+    if (ftw_rndv_contig(info->count, info->dt, &lb)) {
+        memcpy(hdr, (const char *)info->buf + lb, sizeof(*hdr));
+        return;
+    }
+    ftw_type_size(info->dt, &size);
+    n = (FTW_RTS_SIZE + size - 1) / size;
+    tmp = malloc((size_t)(n * size));
+    if (tmp == NULL)
+        return;
+    if (PMPI_Pack(info->buf, (int)n, info->dt, tmp, (int)(n * size), &pos,
+                  MPI_COMM_WORLD) == MPI_SUCCESS)
+        memcpy(hdr, tmp, sizeof(*hdr));
+    free(tmp);
+}
+
+/* A receive's native request completed with *st: its message. */
+static int recv_finish(const ftw_reqinfo_t *info, MPI_Status *st)
+{
+    const rstate_t *rs = info->owned;
+    MPI_Count n = 0;
+    ftw_rts_t hdr;
+
+    if (PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS)
+        return MPI_SUCCESS;
+    if (info->rndv & FTW_RNDV_RSCRATCH) {
+        if (!ftw_rndv_is_rts(rs->scratch, n))
+            return scratch_copy(info, st, n);
+        memcpy(&hdr, rs->scratch, sizeof(hdr));
+        return rts_finish(info, st, &hdr);
+    }
+    if (n != FTW_RTS_SIZE)
+        return MPI_SUCCESS;
+    user_header(info, &hdr);
+    if (!ftw_rndv_is_rts(&hdr, n))
+        return MPI_SUCCESS;
+    return rts_finish(info, st, &hdr);
+}
+
+int ftw_rndv_finish(const ftw_reqinfo_t *info, MPI_Status *st)
+{
+    rstate_t *rs = info->owned;
+    int rc;
+
+    if (info->rndv & FTW_RNDV_SEND)
+        return send_finish(info, st);
+    if (rs == NULL || !rs->finished) {
+        rc = recv_finish(info, st);
+    } else {
+        /* Finished early: the status the MPI gives is the RTS's. */
+        rc = rs->code;
+        PMPI_Status_set_elements_x(st, MPI_BYTE, rs->got);
+        if (rc != MPI_SUCCESS)
+            st->MPI_ERROR = rc;
+    }
+    if (rs != NULL) {
+        rs->finished = 0;
+        rs->active = 0;
+    }
+    return rc;
+}
+
+/* One pending receive of the table whose message may have come: finish
+ * it now, so that its sender's wait can end, and keep the outcome for
+ * the completion call. */
+static void early_one(ftw_req_t *e, void *arg)
+{
+    rstate_t *rs = e->info.owned;
+    MPI_Status st;
+    int flag = 0;
+
+    (void)arg;
+    if (!(e->info.rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) ||
+        rs == NULL || !rs->active || rs->finished ||
+        PMPI_Request_get_status(e->key, &flag, &st) != MPI_SUCCESS || !flag)
+        return;
+    rs->code = recv_finish(&e->info, &st);
+    PMPI_Get_elements_x(&st, MPI_BYTE, &rs->got);
+    rs->finished = 1;
+}
+
+void ftw_rndv_progress_recvs(void)
+{
+    if (ftw_req_count > 0)
+        ftw_req_foreach(early_one, NULL);
+}
+
+void ftw_rndv_started(MPI_Request req)
+{
+    ftw_req_t *e = ftw_req_find(req);
+
+    if (e != NULL && (e->info.rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) &&
+        e->info.owned != NULL)
+        ((rstate_t *)e->info.owned)->active = 1;
+}
+
+int ftw_rndv_finish_raise(const ftw_reqinfo_t *info, MPI_Status *st,
+                          const char *name)
+{
+    int rc = ftw_rndv_finish(info, st);
+
+    if (rc != MPI_SUCCESS && !ftw_is_own_error(rc))
+        rc = ftw_raise(info->comm, rc, name, -1);
+    return rc;
+}
+
+void ftw_rndv_peek(MPI_Request req, MPI_Status *st)
+{
+    ftw_req_t *e = ftw_req_find(req);
+    const rstate_t *rs;
+
+    if (e == NULL || st == MPI_STATUS_IGNORE ||
+        !(e->info.rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) ||
+        (rs = e->info.owned) == NULL || !rs->finished)
+        return;
+    PMPI_Status_set_elements_x(st, MPI_BYTE, rs->got);
+    if (rs->code != MPI_SUCCESS)
+        st->MPI_ERROR = rs->code;
+}

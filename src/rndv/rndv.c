@@ -1,0 +1,364 @@
+/* The rendezvous protocol: RTS, pull, FIN (see rndv.h). */
+#define _GNU_SOURCE
+#include "rndv/rndv.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "detect/detect.h"
+#include "util/config.h"
+#include "util/log.h"
+#include "util/stats.h"
+#include "xport/xport.h"
+
+#define FTW_RNDV_MIN_FLOOR 1024     /* far above FTW_RTS_SIZE */
+#define FIN_TAG_BASE 64
+#define FIN_TAG_SPAN (1 << 20)
+
+size_t ftw_rndv_min;
+
+static uint64_t cookie[2];
+static MPI_Comm rndv_comm = MPI_COMM_NULL;  /* FIN messages, by world rank */
+static int self_world = -1;
+static int fin_tag_span = FIN_TAG_SPAN;
+static unsigned fin_seq;
+
+/* Small sends nobody waits for (RTS headers, FINs) and their buffers. */
+typedef struct {
+    MPI_Request req;
+    void *buf;
+} loose_t;
+
+static loose_t *loose;
+static int loose_n, loose_cap;
+
+/* Keep a small send until the MPI is done with its buffer. */
+void ftw_rndv_loose_add(MPI_Request req, void *buf)
+{
+    if (loose_n == loose_cap) {
+        int cap = loose_cap ? 2 * loose_cap : 64;
+        loose_t *l = realloc(loose, sizeof(*l) * (size_t)cap);
+
+        if (l == NULL) {
+            /* Never free what the MPI may still read. */
+            ftw_warn_sparse("out of memory: a small send is not tracked");
+            PMPI_Request_free(&req);
+            return;
+        }
+        loose = l;
+        loose_cap = cap;
+    }
+    loose[loose_n].req = req;
+    loose[loose_n++].buf = buf;
+}
+
+void ftw_rndv_progress(void)
+{
+    for (int i = 0; i < loose_n;) {
+        int flag = 0;
+
+        PMPI_Test(&loose[i].req, &flag, MPI_STATUS_IGNORE);
+        if (flag) {
+            free(loose[i].buf);
+            loose[i] = loose[--loose_n];
+        } else {
+            i++;
+        }
+    }
+}
+
+/* Rank 0 draws the cookie, everyone gets it. */
+static ftw_status_t cookie_init(void)
+{
+    if (self_world == 0 &&
+        getrandom(cookie, sizeof(cookie), 0) != (ssize_t)sizeof(cookie)) {
+        ftw_error("getrandom: %m");
+        return FTW_ST_IO_ERROR;
+    }
+    if (PMPI_Bcast(cookie, (int)sizeof(cookie), MPI_BYTE, 0,
+                   MPI_COMM_WORLD) != MPI_SUCCESS) {
+        ftw_error("MPI_Bcast of the rendezvous cookie failed");
+        return FTW_ST_MPI_ERROR;
+    }
+    return FTW_OK;
+}
+
+/* The largest FIN tag span the MPI allows. */
+static void fin_tags_init(void)
+{
+    int *ub = NULL, flag = 0;
+
+    PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+    if (flag && ub != NULL && *ub - FIN_TAG_BASE < fin_tag_span)
+        fin_tag_span = *ub - FIN_TAG_BASE;
+}
+
+ftw_status_t ftw_rndv_init(void)
+{
+    ftw_status_t st;
+
+    ftw_rndv_min = 0;
+    if (ftw_cfg.rndv_threshold == 0)
+        return FTW_OK;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &self_world);
+    st = cookie_init();
+    if (st != FTW_OK)
+        return st;
+    st = ftw_xport_init();
+    if (st != FTW_OK)
+        return st;
+    if (PMPI_Comm_dup(MPI_COMM_WORLD, &rndv_comm) != MPI_SUCCESS) {
+        ftw_error("MPI_Comm_dup for the rendezvous failed");
+        ftw_xport_fini();
+        return FTW_ST_MPI_ERROR;
+    }
+    PMPI_Comm_set_errhandler(rndv_comm, MPI_ERRORS_RETURN);
+    fin_tags_init();
+    if (ftw_cfg.xport == FTW_XPORT_SHM)
+        ftw_info("FTW_XPORT=shm is not available yet: using cma");
+    ftw_rndv_min = ftw_cfg.rndv_threshold < FTW_RNDV_MIN_FLOOR ?
+                   FTW_RNDV_MIN_FLOOR : ftw_cfg.rndv_threshold;
+    return FTW_OK;
+}
+
+/* The communicator stays: freeing it after failures could hang, and
+ * MPI_Finalize releases it. */
+void ftw_rndv_fini(void)
+{
+    for (int i = 0; i < 100 && loose_n > 0; i++)
+        ftw_rndv_progress();
+    ftw_rndv_min = 0;
+}
+
+int ftw_rndv_contig(MPI_Count count, MPI_Datatype dt, MPI_Aint *lb_p)
+{
+    MPI_Count size, lb, extent, tlb, textent;
+
+    if (PMPI_Type_size_x(dt, &size) != MPI_SUCCESS ||
+        PMPI_Type_get_extent_x(dt, &lb, &extent) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent_x(dt, &tlb, &textent) != MPI_SUCCESS)
+        return 0;
+    if (textent != size || (count > 1 && extent != size))
+        return 0;
+    *lb_p = (MPI_Aint)tlb;
+    return 1;
+}
+
+/* The owned block of a send: the FIN word, then (non-contiguous data)
+ * the packed copy, whose address *addr_p gets. */
+static ftw_status_t send_owned(const void *buf, MPI_Count count,
+                               MPI_Datatype dt, MPI_Count size,
+                               void **owned_p, uint64_t *addr_p)
+{
+    MPI_Aint lb;
+    int pos = 0;
+    char *owned;
+
+    if (ftw_rndv_contig(count, dt, &lb)) {
+        owned = calloc(1, sizeof(uint64_t));
+        *addr_p = (uint64_t)(uintptr_t)((const char *)buf + lb);
+    } else {
+        owned = malloc(sizeof(uint64_t) + (size_t)size);
+        *addr_p = (uint64_t)(uintptr_t)(owned + sizeof(uint64_t));
+        if (owned != NULL && (size > INT32_MAX || count > INT32_MAX ||
+            PMPI_Pack(buf, (int)count, dt, owned + sizeof(uint64_t),
+                      (int)size, &pos, MPI_COMM_WORLD) != MPI_SUCCESS)) {
+            ftw_error("cannot pack %lld bytes for a rendezvous send",
+                      (long long)size);
+            free(owned);
+            return FTW_ST_INVALID_PARAM;
+        }
+    }
+    if (owned == NULL) {
+        ftw_error("out of memory for a rendezvous send of %lld bytes",
+                  (long long)size);
+        return FTW_ST_NO_MEMORY;
+    }
+    *owned_p = owned;
+    return FTW_OK;
+}
+
+ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
+                                 MPI_Datatype dt, MPI_Count size, int world,
+                                 int xport, int tag, MPI_Comm native,
+                                 int npeer, ftw_rndv_send_t *s_p)
+{
+    ftw_rts_t *rts;
+    MPI_Request rts_req;
+    ftw_rndv_send_t s;
+    uint64_t addr;
+    ftw_status_t st;
+
+    ftw_rndv_progress();
+    st = send_owned(buf, count, dt, size, &s.owned, &addr);
+    if (st != FTW_OK)
+        return st;
+    rts = malloc(sizeof(*rts));
+    if (rts == NULL)
+        goto err_free_owned;
+    *rts = (ftw_rts_t){ .cookie = { cookie[0], cookie[1] },
+                        .size = (uint64_t)size, .addr = addr,
+                        .pid = ftw_xport_self_pid(), .world = self_world,
+                        .fin_tag = FIN_TAG_BASE +
+                                   (int)(fin_seq++ % (unsigned)fin_tag_span),
+                        .xport = xport };
+    if (PMPI_Irecv(s.owned, 1, MPI_UINT64_T, world, rts->fin_tag, rndv_comm,
+                   &s.fin_req) != MPI_SUCCESS)
+        goto err_free_rts;
+    if (PMPI_Isend(rts, FTW_RTS_SIZE, MPI_BYTE, npeer, tag, native,
+                   &rts_req) != MPI_SUCCESS)
+        goto err_cancel_fin;
+    ftw_rndv_loose_add(rts_req, rts);
+    *s_p = s;
+    return FTW_OK;
+
+err_cancel_fin:
+    PMPI_Cancel(&s.fin_req);
+    PMPI_Wait(&s.fin_req, MPI_STATUS_IGNORE);
+err_free_rts:
+    free(rts);
+err_free_owned:
+    free(s.owned);
+    ftw_error("cannot start a rendezvous send to world rank %d", world);
+    return FTW_ST_MPI_ERROR;
+}
+
+ftw_fin_code_t ftw_rndv_fin_code(const void *owned)
+{
+    uint64_t code;
+
+    memcpy(&code, owned, sizeof(code));
+    return (ftw_fin_code_t)code;
+}
+
+int ftw_rndv_is_rts(const void *hdr, MPI_Count nbytes)
+{
+    return nbytes == FTW_RTS_SIZE && memcmp(hdr, cookie, sizeof(cookie)) == 0;
+}
+
+/* Pull len bytes announced by rts into dst, a chunk at a time, checking
+ * the sender between chunks (the detector may know of its death before
+ * a read fails). */
+static ftw_status_t rndv_pull(const ftw_rts_t *rts, char *dst, size_t len)
+{
+    const ftw_xport_ops_t *x = ftw_xport_ops(rts->xport);
+    size_t chunk = ftw_cfg.rndv_chunk ? ftw_cfg.rndv_chunk : len;
+
+    for (size_t off = 0; off < len;) {
+        size_t n = len - off < chunk ? len - off : chunk;
+        ftw_status_t st;
+
+        ftw_inject(FTW_INJECT_PULL);
+        ftw_inject_pulled(rts->world, rts->pid);
+        if (ftw_detect_is_failed(rts->world))
+            return FTW_ST_PEER_FAILED;
+        st = x->pull(rts->pid, rts->addr + off, dst + off, n);
+        if (st != FTW_OK)
+            return st;
+        off += n;
+    }
+    return FTW_OK;
+}
+
+/* Tell the sender how its message ended. */
+static void fin_send(const ftw_rts_t *rts, ftw_fin_code_t code)
+{
+    uint64_t *word = malloc(sizeof(*word));
+    MPI_Request req;
+
+    if (word == NULL) {
+        ftw_error("out of memory for a FIN: world rank %d will wait",
+                  rts->world);
+        return;
+    }
+    *word = (uint64_t)code;
+    if (PMPI_Isend(word, 1, MPI_UINT64_T, rts->world, rts->fin_tag,
+                   rndv_comm, &req) != MPI_SUCCESS) {
+        ftw_error("FIN to world rank %d failed", rts->world);
+        free(word);
+        return;
+    }
+    ftw_rndv_loose_add(req, word);
+}
+
+/* Where the pulled bytes go: the buffer itself if contiguous, else a
+ * bounce buffer to unpack from (*bounce_p). */
+static char *recv_target(void *buf, MPI_Count count, MPI_Datatype dt,
+                         MPI_Count take, char **bounce_p)
+{
+    MPI_Aint lb;
+
+    *bounce_p = NULL;
+    if (ftw_rndv_contig(count, dt, &lb))
+        return (char *)buf + lb;
+    *bounce_p = malloc(take > 0 ? (size_t)take : 1);
+    if (*bounce_p == NULL)
+        ftw_error("out of memory for %lld bytes of a rendezvous receive",
+                  (long long)take);
+    return *bounce_p;
+}
+
+/* Unpack the take bytes of bounce into count dt at buf. */
+static ftw_status_t recv_unpack(const char *bounce, MPI_Count take,
+                                void *buf, MPI_Count size, MPI_Datatype dt)
+{
+    int pos = 0;
+
+    if (take > INT32_MAX ||
+        PMPI_Unpack(bounce, (int)take, &pos, buf, (int)(take / size), dt,
+                    MPI_COMM_WORLD) != MPI_SUCCESS) {
+        ftw_error("cannot unpack %lld bytes of a rendezvous receive",
+                  (long long)take);
+        return FTW_ST_INVALID_PARAM;
+    }
+    return FTW_OK;
+}
+
+/* The end of a receive: FIN unless the sender died, counters. */
+static ftw_status_t recv_end(const ftw_rts_t *rts, ftw_status_t st,
+                             MPI_Count take)
+{
+    if (st == FTW_ST_PEER_FAILED) {
+        ftw_stat_add(FTW_STAT_RNDV_ABORTED, 1);
+        ftw_info("world rank %d failed during a pull", rts->world);
+        return st;
+    }
+    if (st != FTW_OK) {
+        fin_send(rts, FTW_FIN_FAILED);
+        return st;
+    }
+    ftw_stat_add(FTW_STAT_RNDV_CMA, 1);
+    ftw_stat_add(FTW_STAT_RNDV_CMA_BYTES, (uint64_t)take);
+    if ((uint64_t)take < rts->size) {
+        ftw_stat_add(FTW_STAT_RNDV_TRUNCATED, 1);
+        fin_send(rts, FTW_FIN_TRUNCATED);
+        return FTW_ST_TRUNCATED;
+    }
+    fin_send(rts, FTW_FIN_DONE);
+    return FTW_OK;
+}
+
+ftw_status_t ftw_rndv_recv(const ftw_rts_t *rts, void *buf, MPI_Count count,
+                           MPI_Datatype dt, MPI_Count *got_p)
+{
+    MPI_Count size = 0, take;
+    char *dst, *bounce = NULL;
+    ftw_status_t st;
+
+    if (count > 0 && PMPI_Type_size_x(dt, &size) != MPI_SUCCESS)
+        size = 0;
+    take = (MPI_Count)rts->size < count * size ? (MPI_Count)rts->size
+                                               : count * size;
+    dst = take > 0 ? recv_target(buf, count, dt, take, &bounce) : NULL;
+    if (take > 0 && dst == NULL)
+        st = FTW_ST_NO_MEMORY;
+    else
+        st = rndv_pull(rts, dst, (size_t)take);
+    if (st == FTW_OK && bounce != NULL)
+        st = recv_unpack(bounce, take, buf, size, dt);
+    if (take > 0)
+        free(bounce);
+    *got_p = take;
+    return recv_end(rts, st, take);
+}

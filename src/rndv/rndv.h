@@ -1,0 +1,99 @@
+/*
+ * ftwrap's own rendezvous for large point-to-point messages: the
+ * receiver pulls.
+ *
+ *   sender                                  receiver
+ *   FIN receive posted (rndv comm)
+ *   RTS: header, native, user's comm,  -->  the user's native receive
+ *        dest and tag                       matches it (native order)
+ *                                           pull over the transport
+ *   FIN receive completes             <--   FIN (code) on the rndv comm
+ *
+ * The sender's request is the FIN receive, so every MPI completion call
+ * drives it and a receiver's failure ends it like any receive.  The
+ * receiver finishes a receive when its native request completes: a
+ * payload of exactly FTW_RTS_SIZE bytes that starts with the job's
+ * cookie is an RTS, and the pull happens then, in the completion call.
+ *
+ * States of one message: sender POSTED -> (FIN) DONE | TRUNCATED, or
+ * ABORTED when the receiver fails; receiver MATCHED -> PULLING -> DONE
+ * | TRUNCATED (prefix pulled, NACK sent), or ABORTED when the sender
+ * fails (no FIN: nobody to tell).  Nothing is registered or pinned, so
+ * abort releases only the sender's packed copy (with its request).
+ */
+#ifndef FTW_RNDV_RNDV_H
+#define FTW_RNDV_RNDV_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/status.h"
+
+/* The RTS header, what the receiver's native receive gets. */
+typedef struct {
+    uint64_t cookie[2];     /* the job's random cookie */
+    uint64_t size;          /* bytes of the (packed) message */
+    uint64_t addr;          /* where they are in the sender */
+    int32_t pid;            /* the sender's pid */
+    int32_t world;          /* the sender's world rank */
+    int32_t fin_tag;        /* the tag its FIN receive waits for */
+    int32_t xport;          /* ftw_xport_id_t to pull with */
+} ftw_rts_t;
+
+#define FTW_RTS_SIZE ((int)sizeof(ftw_rts_t))
+
+/* What a FIN says. */
+typedef enum {
+    FTW_FIN_DONE = 0,       /* pulled */
+    FTW_FIN_TRUNCATED = 1,  /* the receive was too small: prefix pulled */
+    FTW_FIN_FAILED = 2,     /* the receiver could not pull */
+} ftw_fin_code_t;
+
+/* Smallest message that goes through the rendezvous; 0: off. */
+extern size_t ftw_rndv_min;
+
+/* Collective over MPI_COMM_WORLD (in MPI_Init): the cookie, the
+ * rendezvous communicator and the transports' peer table. */
+ftw_status_t ftw_rndv_init(void);
+void ftw_rndv_fini(void);
+
+/* A rendezvous send in flight: the FIN receive and the memory it owns
+ * (the FIN word, then the packed copy of a non-contiguous message). */
+typedef struct {
+    MPI_Request fin_req;
+    void *owned;
+} ftw_rndv_send_t;
+
+/* Start a rendezvous send of count dt at buf (size bytes) to world rank
+ * world, which is rank npeer of native; the RTS carries tag. */
+ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
+                                 MPI_Datatype dt, MPI_Count size, int world,
+                                 int xport, int tag, MPI_Comm native,
+                                 int npeer, ftw_rndv_send_t *s_p);
+
+/* The code of the FIN an owned block (ftw_rndv_send_t.owned) got. */
+ftw_fin_code_t ftw_rndv_fin_code(const void *owned);
+
+/* Nonzero if the nbytes at hdr are an RTS of this job. */
+int ftw_rndv_is_rts(const void *hdr, MPI_Count nbytes);
+
+/* Receive the message an RTS announces into count dt at buf: pull what
+ * fits, tell the sender.  *got_p: bytes placed.  FTW_ST_TRUNCATED when
+ * the message was larger, FTW_ST_PEER_FAILED when the sender died. */
+ftw_status_t ftw_rndv_recv(const ftw_rts_t *rts, void *buf, MPI_Count count,
+                           MPI_Datatype dt, MPI_Count *got_p);
+
+/* Contiguity of count dt: nonzero if the data is one block, which then
+ * starts *lb_p bytes from the buffer address. */
+int ftw_rndv_contig(MPI_Count count, MPI_Datatype dt, MPI_Aint *lb_p);
+
+/* Keep driving a request nobody waits for any more until the MPI lets
+ * go of it, then free buf (which it may use until then). */
+void ftw_rndv_loose_add(MPI_Request req, void *buf);
+
+/* Complete what finished among ftwrap's own small sends and the
+ * requests given to ftw_rndv_loose_add. */
+void ftw_rndv_progress(void);
+
+#endif

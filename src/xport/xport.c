@@ -1,0 +1,108 @@
+/* The peer table and the choice of a transport per peer. */
+#include "xport/xport.h"
+
+#include <mpi.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "util/config.h"
+#include "util/log.h"
+
+static const ftw_xport_ops_t *const xport_table[FTW_XPORT_ID_COUNT] = {
+    [FTW_XPORT_ID_NATIVE] = &ftw_xport_native_ops,
+    [FTW_XPORT_ID_CMA] = &ftw_xport_cma_ops,
+};
+
+/* Read by peers' probes: it must live as long as the process. */
+static volatile uint64_t probe_word;
+
+static ftw_xport_peer_t *peers;
+static signed char *chosen;     /* [world size] ftw_xport_id_t, -1 unknown */
+static int npeers, self_pid;
+static uint64_t self_host;
+
+const ftw_xport_ops_t *ftw_xport_ops(int id)
+{
+    if (id < 0 || id >= FTW_XPORT_ID_COUNT)
+        return &ftw_xport_native_ops;
+    return xport_table[id];
+}
+
+int ftw_xport_self_pid(void)
+{
+    return self_pid;
+}
+
+/* This host's id: hostname and boot id hashed (FNV-1a). */
+static uint64_t host_id(void)
+{
+    char name[256] = "";
+    uint64_t h = 14695981039346656037ULL;
+
+    gethostname(name, sizeof(name) - 1);
+    for (const char *s = name; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
+ftw_status_t ftw_xport_init(void)
+{
+    ftw_xport_peer_t mine = { 0 };
+
+    PMPI_Comm_size(MPI_COMM_WORLD, &npeers);
+    self_pid = (int)getpid();
+    self_host = host_id();
+    probe_word = ftw_xport_probe_value(self_pid);
+    peers = calloc((size_t)npeers, sizeof(*peers));
+    chosen = malloc((size_t)npeers);
+    if (peers == NULL || chosen == NULL) {
+        ftw_error("out of memory for %d peers", npeers);
+        goto err_free;
+    }
+    for (int i = 0; i < npeers; i++)
+        chosen[i] = -1;
+    mine.pid = self_pid;
+    mine.host = self_host;
+    mine.probe_addr = (uint64_t)(uintptr_t)&probe_word;
+    if (PMPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, peers,
+                       (int)sizeof(mine), MPI_BYTE, MPI_COMM_WORLD) !=
+        MPI_SUCCESS) {
+        ftw_error("MPI_Allgather of the transport addresses failed");
+        goto err_free;
+    }
+    return FTW_OK;
+
+err_free:
+    free(peers);
+    free(chosen);
+    peers = NULL;
+    chosen = NULL;
+    return FTW_ST_MPI_ERROR;
+}
+
+void ftw_xport_fini(void)
+{
+    free(peers);
+    free(chosen);
+    peers = NULL;
+    chosen = NULL;
+}
+
+/* The first choice a peer gets: cma on this host unless told native. */
+static ftw_xport_id_t xport_choose(int peer)
+{
+    if (ftw_cfg.xport == FTW_XPORT_NATIVE || peers[peer].host != self_host)
+        return FTW_XPORT_ID_NATIVE;
+    if (ftw_xport_cma_ops.reach(peer, &peers[peer]) != FTW_OK)
+        return FTW_XPORT_ID_NATIVE;
+    return FTW_XPORT_ID_CMA;
+}
+
+ftw_xport_id_t ftw_xport_for(int peer)
+{
+    if (peers == NULL || peer < 0 || peer >= npeers)
+        return FTW_XPORT_ID_NATIVE;
+    if (chosen[peer] < 0)
+        chosen[peer] = (signed char)xport_choose(peer);
+    return (ftw_xport_id_t)chosen[peer];
+}
