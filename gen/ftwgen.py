@@ -591,12 +591,15 @@ def body_recv(f):
     base, sfx = base_and_suffix(f)
     if base == "Mrecv":
         n = shape(f, [None, None, DT, MSG, ST])
-        return ("    ftw_op_t op;\n\n"
+        return ("    ftw_op_t op;\n    int rc;\n\n"
                 "    ftw_op_begin_msg(&op, \"%s\", *%s);\n"
                 % (f.name, n[3]) + set_buf(n[0], n[1], n[2]) +
-                "    return ftw_op_wait(&op, %s(%s, %s, %s, %s, &op.req), "
-                "%s);\n" % (nonblocking_of(base, sfx),
-                            n[0], n[1], n[2], n[3], n[4]))
+                "    rc = ftw_op_wait(&op, %s(%s, %s, %s, %s, &op.req), "
+                "%s);\n"
+                "    if (rc != FTW_ERR_BUFFER_UNUSABLE)\n"
+                "        free(op.info.owned);   /* a replay's state */\n"
+                "    return rc;\n" % (nonblocking_of(base, sfx),
+                                      n[0], n[1], n[2], n[3], n[4]))
     if base == "Imrecv":
         n = shape(f, [None, None, DT, MSG, REQ])
         return ("    ftw_op_t op;\n\n"

@@ -38,6 +38,7 @@ void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
     op->info.buf = NULL;
     op->info.p2p_user = NULL;
     op->info.rndv = 0;
+    op->replay = 0;
     op->native = comm;
     op->npeer = peer;
     op->npeer2 = FTW_NO_PEER;
@@ -71,10 +72,13 @@ void ftw_op_route(ftw_op_t *op)
 void ftw_op_begin_msg(ftw_op_t *op, const char *name, MPI_Message message)
 {
     MPI_Comm comm = MPI_COMM_NULL;
-    int source = MPI_PROC_NULL;
+    int source = MPI_PROC_NULL, rep[3] = {0, 0, 0};
 
-    ftw_msg_take(message, &comm, &source);
+    ftw_msg_take(message, &comm, &source, rep);
     ftw_op_begin(op, name, comm, source, FTW_OP_RECV);
+    op->replay = rep[0];
+    op->rsrc = rep[1];
+    op->rtag = rep[2];
 }
 
 void ftw_status_fail(MPI_Status *status, int code, int source)

@@ -37,6 +37,8 @@ typedef struct {
     MPI_Request req;        /* the blocking call's native request */
     MPI_Request req2;       /* a send-receive's send */
     void *tmp;              /* a send-receive-replace's copy of the data */
+    int replay;             /* a stashed message replayed to self: its */
+    int rsrc, rtag;         /* status must say this source and tag */
 } ftw_op_t;
 
 void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,

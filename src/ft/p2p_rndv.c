@@ -6,6 +6,7 @@
 
 #include "ftwrap.h"
 #include "ft/comm.h"
+#include "ft/stash.h"
 #include "util/log.h"
 #include "util/stats.h"
 #include "xport/xport.h"
@@ -17,7 +18,8 @@ typedef struct {
     int32_t active;         /* posted (a persistent one: started) */
     int32_t finished;       /* finished early: code and got hold */
     int32_t code;
-    int32_t pad;
+    int32_t replay;         /* FTW_RNDV_REPLAY: source and tag to report */
+    int32_t rsrc, rtag;
     MPI_Count got;          /* bytes the status reports */
     char scratch[FTW_RTS_SIZE];
 } rstate_t;
@@ -132,9 +134,32 @@ static int recv_prepare(ftw_op_t *op, int count, MPI_Datatype dt,
         return MPI_ERR_NO_MEM;
     }
     rs->active = !persistent;
+    rs->replay = op->replay;
+    rs->rsrc = op->rsrc;
+    rs->rtag = op->rtag;
     op->info.owned = rs;
     op->info.rndv = count * size >= FTW_RTS_SIZE ? FTW_RNDV_RUSER
                                                  : FTW_RNDV_RSCRATCH;
+    if (op->replay)
+        op->info.rndv |= FTW_RNDV_REPLAY;
+    return MPI_SUCCESS;
+}
+
+/* A stashed message the receive takes: receive its replay instead. */
+static int recv_stashed(ftw_op_t *op, int *tag_p)
+{
+    ftw_stash_t *e = ftw_stash_take(op, *tag_p);
+    int usrc, rc;
+
+    if (e == NULL)
+        return MPI_SUCCESS;
+    usrc = e->usrc;
+    rc = ftw_stash_replay(e, &op->native, &op->npeer, tag_p, &op->rsrc,
+                          &op->rtag);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    op->replay = 1;
+    op->info.peer = usrc;
     return MPI_SUCCESS;
 }
 
@@ -154,7 +179,11 @@ int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
             *request = MPI_REQUEST_NULL;
         return op.rc;
     }
-    rc = recv_prepare(&op, count, dt, persistent);
+    rc = MPI_SUCCESS;
+    if (ftw_stash_n > 0 && !persistent)
+        rc = recv_stashed(&op, &tag);
+    if (rc == MPI_SUCCESS)
+        rc = recv_prepare(&op, count, dt, persistent);
     if (rc == MPI_SUCCESS)
         rc = recv_post(&op, buf, count, dt, tag, persistent,
                        request != NULL ? request : &op.req);
@@ -174,11 +203,26 @@ int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
 void ftw_op_rndv_recv(ftw_op_t *op)
 {
     MPI_Count size;
+    rstate_t *rs;
 
     if (ftw_rndv_min != 0 &&
         ftw_type_size(op->info.dt, &size) == MPI_SUCCESS &&
         op->info.count * size >= FTW_RTS_SIZE)
         op->info.rndv = FTW_RNDV_RUSER;
+    if (!op->replay)
+        return;
+    rs = calloc(1, sizeof(*rs));
+    if (rs == NULL) {
+        ftw_warn_sparse("%s: out of memory: the status will name ftwrap's "
+                        "own source and tag", op->name);
+        return;
+    }
+    rs->active = 1;
+    rs->replay = 1;
+    rs->rsrc = op->rsrc;
+    rs->rtag = op->rtag;
+    op->info.owned = rs;
+    op->info.rndv |= FTW_RNDV_REPLAY;
 }
 
 /* ---- completion ----------------------------------------------------------- */
@@ -313,7 +357,13 @@ int ftw_rndv_finish(const ftw_reqinfo_t *info, MPI_Status *st)
 
     if (info->rndv & FTW_RNDV_SEND)
         return send_finish(info, st);
-    if (rs == NULL || !rs->finished) {
+    if (rs != NULL && rs->replay) {
+        st->MPI_SOURCE = rs->rsrc;
+        st->MPI_TAG = rs->rtag;
+    }
+    if (!(info->rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH))) {
+        rc = MPI_SUCCESS;   /* a replay into a buffer under a header */
+    } else if (rs == NULL || !rs->finished) {
         rc = recv_finish(info, st);
     } else {
         /* Finished early: the status the MPI gives is the RTS's. */
@@ -380,7 +430,13 @@ void ftw_rndv_peek(MPI_Request req, MPI_Status *st)
 
     if (e == NULL || st == MPI_STATUS_IGNORE ||
         !(e->info.rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) ||
-        (rs = e->info.owned) == NULL || !rs->finished)
+        (rs = e->info.owned) == NULL)
+        return;
+    if (rs->replay) {
+        st->MPI_SOURCE = rs->rsrc;
+        st->MPI_TAG = rs->rtag;
+    }
+    if (!rs->finished)
         return;
     PMPI_Status_set_elements_x(st, MPI_BYTE, rs->got);
     if (rs->code != MPI_SUCCESS)

@@ -18,6 +18,9 @@
 #define FTW_RNDV_RUSER    2  /* a receive whose buffer may get an RTS */
 #define FTW_RNDV_RSCRATCH 4  /* a receive posted into owned, FTW_RTS_SIZE
                               * bytes, because the buffer is smaller */
+#define FTW_RNDV_REPLAY   8  /* a receive of a stashed message replayed
+                              * to self (ft/stash.h); owned says what
+                              * the status must say */
 
 /* A send of count dt of at least ftw_rndv_min bytes (the caller checked):
  * rendezvous to a peer a transport reaches, else the MPI's own send.

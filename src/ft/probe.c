@@ -8,6 +8,7 @@
 #include "ftwrap.h"
 #include "ft/comm.h"
 #include "ft/op.h"
+#include "ft/stash.h"
 #include "ft/ulfm.h"
 #include "util/log.h"
 
@@ -15,13 +16,15 @@ typedef struct {
     MPI_Message key;
     MPI_Comm comm;
     int source;
+    int replay[3];          /* replayed stash entry: 1, source, tag */
     UT_hash_handle hh;
 } msg_entry_t;
 
 static msg_entry_t *msg_table;
 static pthread_mutex_t msg_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void ftw_msg_add(MPI_Message message, MPI_Comm comm, int source)
+void ftw_msg_add(MPI_Message message, MPI_Comm comm, int source,
+                 const int replay[3])
 {
     msg_entry_t *e;
 
@@ -36,12 +39,28 @@ void ftw_msg_add(MPI_Message message, MPI_Comm comm, int source)
     e->key = message;
     e->comm = comm;
     e->source = source;
+    e->replay[0] = replay != NULL;
+    e->replay[1] = replay != NULL ? replay[1] : 0;
+    e->replay[2] = replay != NULL ? replay[2] : 0;
     pthread_mutex_lock(&msg_lock);
     HASH_ADD(hh, msg_table, key, sizeof(e->key), e);
     pthread_mutex_unlock(&msg_lock);
 }
 
-void ftw_msg_take(MPI_Message message, MPI_Comm *comm_p, int *source_p)
+int ftw_msg_known(MPI_Message message)
+{
+    msg_entry_t *e;
+
+    if (msg_table == NULL)
+        return 0;
+    pthread_mutex_lock(&msg_lock);
+    HASH_FIND(hh, msg_table, &message, sizeof(message), e);
+    pthread_mutex_unlock(&msg_lock);
+    return e != NULL;
+}
+
+void ftw_msg_take(MPI_Message message, MPI_Comm *comm_p, int *source_p,
+                  int replay_p[3])
 {
     msg_entry_t *e;
 
@@ -56,6 +75,8 @@ void ftw_msg_take(MPI_Message message, MPI_Comm *comm_p, int *source_p)
         return;
     *comm_p = e->comm;
     *source_p = e->source;
+    for (int i = 0; i < 3; i++)
+        replay_p[i] = e->replay[i];
     free(e);
 }
 
@@ -94,6 +115,44 @@ static int probe_failcheck(ftw_op_t *op, int blocking, MPI_Status *status)
     return FTW_PENDING_CODE;
 }
 
+/* A stashed message matched by a matched probe: replayed to self, and
+ * the handle of the replay (its status says the real source and tag). */
+static int stash_message(ftw_op_t *op, ftw_stash_t *e, MPI_Message *message)
+{
+    MPI_Comm comm;
+    MPI_Status st;
+    int rank, tag, rep[3] = {1, 0, 0}, usrc = e->usrc, rc;
+
+    ftw_stash_remove(e);
+    rc = ftw_stash_replay(e, &comm, &rank, &tag, &rep[1], &rep[2]);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Mprobe(rank, tag, comm, message, &st);
+    if (rc == MPI_SUCCESS)
+        ftw_msg_add(*message, op->info.comm, usrc, rep);
+    return rc;
+}
+
+/* One look while the rendezvous is on (message NULL: a probe), the
+ * stash first.  status: in native ranks. */
+static int look_stash(ftw_op_t *op, int tag, int *flag, MPI_Message *message,
+                      MPI_Status *status)
+{
+    MPI_Status st;
+    ftw_stash_t *e;
+    int rc = ftw_stash_look(op, tag, flag, &st, &e);
+
+    if (rc != MPI_SUCCESS || !*flag)
+        return rc;
+    if (message != NULL && e != NULL)
+        rc = stash_message(op, e, message);
+    else if (message != NULL)
+        rc = PMPI_Mprobe(st.MPI_SOURCE, st.MPI_TAG, op->native, message,
+                         &st);  /* the oldest of its source and tag */
+    if (status != MPI_STATUS_IGNORE)
+        *status = st;
+    return rc;
+}
+
 /* The common loop of Probe and Mprobe: Iprobe/Improbe until a message
  * comes or the source fails. */
 static int probe_loop(ftw_op_t *op, int tag, MPI_Message *message,
@@ -106,7 +165,9 @@ static int probe_loop(ftw_op_t *op, int tag, MPI_Message *message,
     for (;;) {
         int flag = 0, rc;
 
-        if (message != NULL)
+        if (ftw_rndv_min != 0)
+            rc = look_stash(op, tag, &flag, message, status);
+        else if (message != NULL)
             rc = PMPI_Improbe(op->npeer, tag, op->native, &flag, message,
                               status);
         else
@@ -147,7 +208,10 @@ int ftw_iprobe(int source, int tag, MPI_Comm comm, int *flag,
         *flag = 0;
         return op.rc;
     }
-    rc = PMPI_Iprobe(op.npeer, tag, op.native, flag, status);
+    if (ftw_rndv_min != 0)
+        rc = look_stash(&op, tag, flag, NULL, status);
+    else
+        rc = PMPI_Iprobe(op.npeer, tag, op.native, flag, status);
     if (rc == MPI_SUCCESS && *flag)
         ftw_status_to_user(op.info.p2p_user, op.info.p2p_n, status);
     return rc;
@@ -157,8 +221,8 @@ int ftw_iprobe(int source, int tag, MPI_Comm comm, int *flag,
 static int mprobe_note(int rc, MPI_Comm comm, MPI_Message *message,
                        const MPI_Status *st, MPI_Status *status)
 {
-    if (rc == MPI_SUCCESS)
-        ftw_msg_add(*message, comm, st->MPI_SOURCE);
+    if (rc == MPI_SUCCESS && !ftw_msg_known(*message))
+        ftw_msg_add(*message, comm, st->MPI_SOURCE, NULL);
     if (status != MPI_STATUS_IGNORE)
         *status = *st;
     return rc;
@@ -190,7 +254,10 @@ int ftw_improbe(int source, int tag, MPI_Comm comm, int *flag,
         *flag = 0;
         return op.rc;
     }
-    rc = PMPI_Improbe(op.npeer, tag, op.native, flag, message, &st);
+    if (ftw_rndv_min != 0)
+        rc = look_stash(&op, tag, flag, message, &st);
+    else
+        rc = PMPI_Improbe(op.npeer, tag, op.native, flag, message, &st);
     if (rc != MPI_SUCCESS || !*flag)
         return rc;
     ftw_status_to_user(op.info.p2p_user, op.info.p2p_n, &st);

@@ -8,10 +8,17 @@
 
 #include <mpi.h>
 
-void ftw_msg_add(MPI_Message message, MPI_Comm comm, int source);
+/* replay: NULL, or {1, source, tag} of a replayed stash entry, which
+ * its receive's status must say. */
+void ftw_msg_add(MPI_Message message, MPI_Comm comm, int source,
+                 const int replay[3]);
+
+/* Nonzero if the message has an entry. */
+int ftw_msg_known(MPI_Message message);
 
 /* Remove a message's entry; leaves *comm_p, *source_p alone if unknown. */
-void ftw_msg_take(MPI_Message message, MPI_Comm *comm_p, int *source_p);
+void ftw_msg_take(MPI_Message message, MPI_Comm *comm_p, int *source_p,
+                  int replay_p[3]);
 
 int ftw_probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
 int ftw_iprobe(int source, int tag, MPI_Comm comm, int *flag,

@@ -84,6 +84,12 @@ int ftw_rndv_is_rts(const void *hdr, MPI_Count nbytes);
 ftw_status_t ftw_rndv_recv(const ftw_rts_t *rts, void *buf, MPI_Count count,
                            MPI_Datatype dt, MPI_Count *got_p);
 
+/* Send the FTW_RTS_SIZE bytes at hdr to this process again, on the
+ * rendezvous communicator: a receive from rank *rank_p with tag *tag_p
+ * on *comm_p gets them (a probed header handed back to the MPI). */
+ftw_status_t ftw_rndv_replay(const void *hdr, MPI_Comm *comm_p, int *rank_p,
+                             int *tag_p);
+
 /* Contiguity of count dt: nonzero if the data is one block, which then
  * starts *lb_p bytes from the buffer address. */
 int ftw_rndv_contig(MPI_Count count, MPI_Datatype dt, MPI_Aint *lb_p);
