@@ -8,8 +8,11 @@
  * MPI_Recv must return FTW_ERR_BUFFER_UNUSABLE (in bounded time), the
  * buffer must be reported quarantined, new receives into any part of it
  * must fail at once with the same class while a receive elsewhere works
- * (checksummed), and FTW_Buffer_wait_release must time out (the dead
- * sender's transfer never ends).  Bad arguments give MPI_ERR_ARG.
+ * (checksummed).  The dead sender's transfer never ends, but once rank 1
+ * has exited and rank 0's progress consumed what it had queued nothing
+ * can write the buffer: FTW_Buffer_wait_release must report the release
+ * within seconds, and from then on the buffer must not change (sampled
+ * twice, 300 ms of MPI progress apart).  Bad arguments give MPI_ERR_ARG.
  *
  * Open MPI's single-copy (CMA) path copies the whole message in one call
  * that outlives the sender, so the test turns it off to get a transfer in
@@ -43,6 +46,23 @@ static int class_of(int rc)
     return cls;
 }
 
+/* Checksum buf, drive MPI progress for 300 ms, checksum it again. */
+static int stable_after_release(const char *buf, size_t len)
+{
+    uint64_t before = tap_fnv1a(buf, len), after;
+    double t0 = MPI_Wtime();
+    int flag;
+
+    while (MPI_Wtime() - t0 < 0.3)
+        MPI_Iprobe(MPI_ANY_SOURCE, 99, MPI_COMM_SELF, &flag,
+                   MPI_STATUS_IGNORE);
+    after = tap_fnv1a(buf, len);
+    if (before != after)
+        tap_diag("checksum %llx became %llx", (unsigned long long)before,
+                 (unsigned long long)after);
+    return before == after;
+}
+
 int main(int argc, char **argv)
 {
     int rank, pids[3], me, rc, flag = -1, released = -1, ok;
@@ -74,7 +94,7 @@ int main(int argc, char **argv)
         return 0;
     }
 
-    tap_plan(9);
+    tap_plan(10);
     t0 = MPI_Wtime();
     rc = MPI_Recv(big, (int)BIG, MPI_BYTE, 1, 1, MPI_COMM_WORLD,
                   MPI_STATUS_IGNORE);
@@ -103,10 +123,13 @@ int main(int argc, char **argv)
     tap_ok_local(rc == MPI_SUCCESS && tap_check(small, SMALL, 77),
                  "a receive into another buffer works (checksum)");
 
-    rc = FTW_Buffer_wait_release(big, (MPI_Aint)BIG, 0.2, &released);
-    tap_ok_local(rc == MPI_SUCCESS && released == 0,
-                 "FTW_Buffer_wait_release times out: the transfer never "
-                 "ends");
+    t0 = MPI_Wtime();
+    rc = FTW_Buffer_wait_release(big, (MPI_Aint)BIG, 10, &released);
+    tap_ok_local(rc == MPI_SUCCESS && released == 1,
+                 "the range is released once the sender has exited "
+                 "(%.3f s)", MPI_Wtime() - t0);
+    tap_ok_local(stable_after_release(big, BIG),
+                 "after the release the buffer no longer changes");
 
     ok = FTW_Buffer_quarantined(big, 16, NULL) == MPI_ERR_ARG &&
          FTW_Buffer_wait_release(big, -1, 0.1, &released) == MPI_ERR_ARG;

@@ -37,6 +37,10 @@ typedef struct {
     MPI_Request req;        /* the blocking call's native request */
     MPI_Request req2;       /* a send-receive's send */
     void *tmp;              /* a send-receive-replace's copy of the data */
+    void *rbuf;             /* what the native receive uses: the user's */
+    MPI_Count rcount;       /* buffer, or a bounce buffer (bounceable */
+    MPI_Datatype rdt;       /* calls only) */
+    int bounceable;         /* the wrapper posts rbuf, rcount, rdt */
 } ftw_op_t;
 
 void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
@@ -88,6 +92,9 @@ static inline void ftw_op_set_buf(ftw_op_t *op, void *buf, MPI_Count count,
     op->info.buf = buf;
     op->info.count = count;
     op->info.dt = dt;
+    op->rbuf = buf;
+    op->rcount = count;
+    op->rdt = dt;
 }
 
 /* Route the operation on a communicator whose traffic was moved. */

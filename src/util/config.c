@@ -15,6 +15,7 @@ static const char *const log_names[] = { "error", "warn", "info", "debug",
                                          NULL };
 static const char *const detect_names[] = { "auto", "pidfd", "heartbeat",
                                             "off", NULL };
+static const char *const quarantine_names[] = { "error", "bounce", NULL };
 
 #define FTW_CFG_FIELD(f) offsetof(ftw_config_t, f)
 
@@ -52,6 +53,17 @@ static const ftw_cfg_row_t cfg_table[] = {
       "Blocking standard and ready sends up to this size go straight to the "
       "MPI (they never wait for the receiver); larger ones are watched.",
       FTW_CFG_SIZE, FTW_CFG_FIELD(eager_max), NULL },
+    { "FTW_QUARANTINE", "error",
+      "A receive into a quarantined buffer range: error (fails with "
+      "FTW_ERR_BUFFER_UNUSABLE) or bounce (lands in a private buffer, "
+      "copied into the range once nothing else can write it).",
+      FTW_CFG_ENUM, FTW_CFG_FIELD(quarantine), quarantine_names },
+    { "FTW_QUARANTINE_SETTLE", "256",
+      "A range quarantined by a receive from one process on this host is "
+      "released once that process has exited and this process has made "
+      "this many progress passes (consuming what it had queued); 0: only "
+      "when the native transfer ends.",
+      FTW_CFG_INT, FTW_CFG_FIELD(quarantine_settle), NULL },
 };
 
 static const char *const type_names[] = {

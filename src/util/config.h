@@ -32,7 +32,15 @@ typedef struct {
     const char *inject;     /* FTW_INJECT */
     double finalize_timeout; /* FTW_FINALIZE_TIMEOUT, seconds */
     size_t eager_max;       /* FTW_EAGER_MAX, bytes */
+    int quarantine;         /* FTW_QUARANTINE: ftw_quarantine_mode_t */
+    int quarantine_settle;  /* FTW_QUARANTINE_SETTLE, progress passes */
 } ftw_config_t;
+
+/* FTW_QUARANTINE values, in the order of the table's names. */
+typedef enum {
+    FTW_QUARANTINE_ERROR,   /* receives into a quarantined range fail */
+    FTW_QUARANTINE_BOUNCE,  /* they land in a bounce buffer instead */
+} ftw_quarantine_mode_t;
 
 /* FTW_DETECT values, in the order of the table's names. */
 typedef enum {

@@ -21,7 +21,9 @@
     _(VALIDATES,      "validates",      "FTW_Comm_validate completed")  \
     _(HANDLERS_RUN,   "failhandlers_run", "failure handler calls")       \
     _(DRAINS,         "drains",         "drains (all or one peer)")      \
-    _(QUARANTINED,    "quarantined",    "receive buffers quarantined")
+    _(QUARANTINED,    "quarantined",    "receive buffers quarantined")   \
+    _(RELEASED,       "released",       "quarantined ranges released")   \
+    _(BOUNCED,        "bounced",        "receives through a bounce buffer")
 
 typedef enum {
 #define FTW_STAT_ENUM_(id, key, help) FTW_STAT_##id,
