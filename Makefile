@@ -101,6 +101,7 @@ demo: all
 
 bench: all
 	scripts/bench/run
+	scripts/bench/drain
 
 stress: all
 	scripts/stress

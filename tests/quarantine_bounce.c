@@ -15,7 +15,8 @@
  * FTW_Buffer_wait_release then releases the range, at which point each
  * message must be in its place (checksums), and the buffer must no longer
  * change.  A receive posted while the range was quarantined and completed
- * after the release gets its data at once (MPI_SUCCESS, checksum).
+ * after the release gets its data at once (MPI_SUCCESS, checksum).  A
+ * bounced receive from the failed rank ends with FTW_ERR_PROC_FAIL_STOP.
  *
  * Open MPI only, like quarantine.c (see its header).
  */
@@ -158,6 +159,12 @@ static void receive_deferred(char *big, MPI_Datatype vec)
     rc = MPI_Recv(at(big, 6), 1, vec, 2, T_VECTOR, MPI_COMM_WORLD, &st);
     tap_ok_local(deferred(rc, &st, T_VECTOR, 1, vec),
                  "non-contiguous (vector) receive: the same");
+
+    rc = MPI_Recv(at(big, 9), MSG, MPI_BYTE, 1, T_RECV, MPI_COMM_WORLD, &st);
+    FTW_Buffer_quarantined(at(big, 9), MSG, &flag);
+    tap_ok_local(class_of(rc) == FTW_ERR_PROC_FAIL_STOP && flag == 1,
+                 "a bounced receive from the failed rank ends with "
+                 "FTW_ERR_PROC_FAIL_STOP");
 }
 
 /* After the release: every deferred message in its place. */
@@ -203,7 +210,7 @@ int main(int argc, char **argv)
         return 0;
     }
 
-    tap_plan(14);
+    tap_plan(15);
     MPI_Type_vector(NV, 1, 2, MPI_INT, &vec);
     MPI_Type_commit(&vec);
     rc = MPI_Recv(big, (int)BIG, MPI_BYTE, 1, 1, MPI_COMM_WORLD,

@@ -137,9 +137,11 @@ int ftw_bounce_finish(ftw_bounce_t *b, MPI_Status *st)
     return rc;
 }
 
-void ftw_bounce_progress(void)
+/* Deliver the deferred data no older range covers; 1 if any was. */
+static int bounce_deliver_free(void)
 {
     ftw_bounce_t **pp = &deferred;
+    int done = 0;
 
     while (*pp != NULL) {
         ftw_bounce_t *d = *pp;
@@ -155,5 +157,14 @@ void ftw_bounce_progress(void)
                  (void *)d->lo, (void *)d->hi);
         *pp = d->next;
         free(d);
+        done = 1;
     }
+    return done;
+}
+
+void ftw_bounce_progress(void)
+{
+    /* A delivery releases its own range, which may free a newer one. */
+    while (deferred != NULL && bounce_deliver_free())
+        ;
 }
