@@ -19,12 +19,13 @@
  * fragments.
  *
  * Open MPI only, for now: on MPICH 4.0 with UCX's shared-memory
- * transports the receive does end with FTW_ERR_BUFFER_UNUSABLE and the
- * quarantine works, but UCX then stalls other traffic of the receiver now
- * and then (seen: a later send or MPI_Finalize's barrier never
- * completes, 1 run in 3), and with UCX's CMA transport the receiver is
- * aborted.  ftwrap's own rendezvous, which keeps large messages away from
- * the MPI's, is the way out.
+ * transports (UCX_TLS=posix,sysv,self, what ftwrun sets) every check
+ * passes, release included, but UCX then stalls the receiver's later
+ * traffic from live processes: measured 8 runs in 10 hang in
+ * MPI_Finalize's survivors' barrier (rank 2's message to rank 0 never
+ * arrives).  With UCX's default transports (CMA among them) UCX aborts
+ * the receiver (9 runs in 10).  ftwrap's own rendezvous, which keeps
+ * large messages away from the MPI's, is the way out.
  */
 #include <mpi.h>
 #include <signal.h>

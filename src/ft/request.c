@@ -306,6 +306,7 @@ static int grave_settle(grave_t *g)
     return 1;
 }
 
+/* g's native request ended: nothing uses its memory or range now. */
 static void grave_close(grave_t *g)
 {
     if (g->pidfd >= 0)
