@@ -6,6 +6,8 @@
 #                   TAP suite for every MPI, natively and under ftwrap
 #   make demo       a short 4-rank run under ftwrun on each MPI
 #   make bench      scripts/bench/run (native vs ftwrap ratios)
+#   make stress     repeat the drain/quarantine kill scenarios (scripts/stress;
+#                   STRESS_N=20 runs each), count hangs and corruptions
 #   make install PREFIX=/usr/local
 
 PREFIX ?= /usr/local
@@ -34,7 +36,7 @@ GEN_SRCS := gen/ftwgen.py gen/rules.py
 TEST_SRCS := $(sort $(wildcard tests/*.c))
 TOOLS := build/bin/ftw-supervise build/bin/ftw-info
 
-.PHONY: all lib tests tools check demo bench install clean setup
+.PHONY: all lib tests tools check demo bench stress install clean setup
 all: lib tools tests
 
 # ---- per-MPI rules ------------------------------------------------------
@@ -102,6 +104,11 @@ demo: all
 
 bench: all
 	scripts/bench/run
+	scripts/bench/drain
+	scripts/bench/rndv
+
+stress: all
+	scripts/stress
 
 setup:
 	scripts/setup

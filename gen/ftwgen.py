@@ -493,10 +493,14 @@ def refused(status, extra=""):
             "        return op.rc;\n    }\n" % (status, extra))
 
 
-def xlate(names, comm, peer=None, peer2=None):
+def xlate(names, comm, peer=None, peer2=None, rbuf=None):
     """Arguments for a native call: the communicator point-to-point
-    traffic runs on (op.native) and the peers' ranks in it."""
+    traffic runs on (op.native) and the peers' ranks in it; rbuf (buffer,
+    count, type names): a receive that may go through a bounce buffer
+    (op.rbuf, op.rcount, op.rdt)."""
     sub = {comm: "op.native"}
+    if rbuf:
+        sub.update(zip(rbuf, ("op.rbuf", "op.rcount", "op.rdt")))
     if peer:
         sub[peer] = "op.npeer"
     if peer2:
@@ -560,6 +564,12 @@ def set_buf(buf, count, dt):
             "    ftw_op_rndv_recv(&op);\n" % (buf, count, dt))
 
 
+# Receives whose native call takes op.rbuf, so FTW_QUARANTINE=bounce can
+# redirect them (the others are refused on a quarantined range).
+BOUNCEABLE = ("Recv", "Irecv", "Recv_init", "Sendrecv", "Isendrecv")
+BOUNCE_ON = "    op.bounceable = 1;\n"
+
+
 def body_post(f, names, comm, peer, kind, request, peer2=None, rbuf=None):
     out = "    ftw_op_t op;\n\n"
     if not peer2:
@@ -575,8 +585,11 @@ def body_post(f, names, comm, peer, kind, request, peer2=None, rbuf=None):
                    1 if PERSISTENT_ in f.attrs else 0,
                    "(void *)" + buf[0] if rbuf else buf[0], buf[1], buf[2]))
     out += op_begin(f, comm, peer, kind)
+    bounce = rbuf if rbuf and base_and_suffix(f)[0] in BOUNCEABLE else None
     if rbuf:
         out += set_buf(*rbuf)
+    if bounce:
+        out += BOUNCE_ON
     if PERSISTENT_ in f.attrs:
         out += "    op.info.persistent = 1;\n"
     if peer2:
@@ -584,7 +597,7 @@ def body_post(f, names, comm, peer, kind, request, peer2=None, rbuf=None):
     out += refused("MPI_STATUS_IGNORE",
                    "        *%s = MPI_REQUEST_NULL;\n" % request)
     return out + "    return ftw_op_posted(&op, %s(%s), %s);\n" % (
-        f.pname, xlate(names, comm, peer, peer2), request)
+        f.pname, xlate(names, comm, peer, peer2, bounce), request)
 
 
 def body_recv(f):
@@ -619,11 +632,11 @@ def body_recv(f):
                    n[3], f.name, n[0], n[1], n[2]))
         return ("    ftw_op_t op;\n\n" + rndv + fast +
                 op_begin(f, n[5], n[3], "FTW_OP_RECV") +
-                set_buf(n[0], n[1], n[2])
+                set_buf(n[0], n[1], n[2]) + BOUNCE_ON
                 + refused(n[6]) +
                 "    return ftw_op_wait(&op, %s(%s, &op.req), %s);\n"
-                % (nonblocking_of(base, sfx), xlate(n[:6], n[5], n[3]),
-                   n[6]))
+                % (nonblocking_of(base, sfx),
+                   xlate(n[:6], n[5], n[3], rbuf=n[:3]), n[6]))
     n = shape(f, P2P + [REQ])
     rndv = rndv_recv(f, n, 1 if PERSISTENT_ in f.attrs else 0, n[6],
                      "MPI_STATUS_IGNORE") if not sfx else ""
@@ -639,13 +652,13 @@ def body_sendrecv(f):
         n = shape(f, P2P[:5] + P2P[:5] + [COMM, ST])
         return ("    ftw_op_t op;\n    int rc;\n\n"
                 + op_begin(f, n[10], n[8], "FTW_OP_RECV") +
-                set_buf(n[5], n[6], n[7]) +
+                set_buf(n[5], n[6], n[7]) + BOUNCE_ON +
                 "    ftw_op_set_peer2(&op, %s);\n" % n[3] + refused(n[11]) +
                 "    rc = %s(%s, &op.req);\n"
                 "    if (rc == MPI_SUCCESS)\n"
                 "        rc = %s(%s, &op.req2);\n"
                 "    return ftw_op_wait(&op, rc, %s);\n"
-                % (irecv, xlate(n[5:11], n[10], n[8]), isend,
+                % (irecv, xlate(n[5:11], n[10], n[8], rbuf=n[5:8]), isend,
                    xlate(n[0:5] + [n[10]], n[10], None, n[3]), n[11]))
     if base == "Sendrecv_replace":
         n = shape(f, [None, None, DT, "int", "int", "int", "int", COMM, ST])

@@ -199,16 +199,53 @@ int FTW_Comm_set_interrupt(MPI_Comm comm, int flag);
  *
  * A receive whose native transfer might still write its buffer after the
  * call returned (its peer failed, or a drain cut it, and the MPI would not
- * let the request be cancelled) completes with FTW_ERR_BUFFER_UNUSABLE,
- * and its buffer's byte range is quarantined: a later receive into an
- * overlapping range fails at once with FTW_ERR_BUFFER_UNUSABLE.  The range
- * is released when the native transfer ends.
+ * let the request be cancelled; or a collective abandoned after a
+ * failure) completes with FTW_ERR_BUFFER_UNUSABLE, and its buffer's byte
+ * range is quarantined.
+ *
+ * Release: a range is released when nothing can write it any more: the
+ * native request completed or was cancelled, or - for a receive from one
+ * process on this host - that process has exited (pidfd) and this process
+ * has since made FTW_QUARANTINE_SETTLE progress passes (the MPIs' shared
+ * memory transports copy into the buffer on the receiving side, inside
+ * this process's own MPI calls, so what a dead sender had queued is
+ * consumed by then).  After the release the buffer no longer changes.
+ * Ranges of collectives, and of receives from other hosts, are released
+ * only when the native request ends.
+ *
+ * A later receive into an overlapping range, by FTW_QUARANTINE:
+ *
+ * error (default)  it fails at once with FTW_ERR_BUFFER_UNUSABLE.
+ *
+ * bounce  MPI_Recv, MPI_Irecv, MPI_Recv_init and MPI_Sendrecv (and
+ *   MPI_Isendrecv) are posted into a private buffer of ftwrap's, so the
+ *   message and a late write of the abandoned transfer never meet.  When
+ *   the receive completes (MPI_Wait/Test and their forms, or the blocking
+ *   call returns):
+ *   - if no older quarantined range overlaps the buffer any more, the
+ *     data is copied into it and the receive completes normally;
+ *   - else the receive completes with FTW_ERR_BUFFER_UNUSABLE (MPI_Waitall
+ *     and friends: MPI_ERR_IN_STATUS with it in the status), but the
+ *     message is not lost: the status gives its MPI_SOURCE, MPI_TAG and
+ *     count (MPI_Get_count), ftwrap keeps the data, quarantines the range
+ *     and writes the data into it at the moment the older ranges are
+ *     released, after the last write that could come from them.  When
+ *     FTW_Buffer_quarantined reports the range free (or
+ *     FTW_Buffer_wait_release returns released = 1) the data is there.
+ *   So data handed back as valid is never changed afterwards.  A
+ *   non-contiguous datatype is received packed (its pack size must fit an
+ *   int) and unpacked; a contiguous one is copied.  A bounced receive
+ *   whose own peer fails ends with FTW_ERR_PROC_FAIL_STOP, and the user's
+ *   buffer is not quarantined (only ftwrap's buffer could still be
+ *   written).  Other receives (MPI_Mrecv, MPI_Sendrecv_replace, ...) fail
+ *   as in error mode.  Deferred data not delivered before MPI_Finalize is
+ *   dropped.
  *
  * FTW_Buffer_quarantined - local: *flag = 1 if [buf, buf+len) overlaps a
- * quarantined range.
- * FTW_Buffer_wait_release - local: wait up to timeout_s seconds for the
- * range to be released; *released says whether it was.
- * Errors: MPI_ERR_ARG.
+ * quarantined range (it first gives pending releases a turn).
+ * FTW_Buffer_wait_release - local: drive progress for up to timeout_s
+ * seconds until the range is released; *released says whether it was.
+ * Errors: MPI_ERR_ARG (a NULL output, a negative length or timeout).
  */
 int FTW_Buffer_quarantined(const void *buf, MPI_Aint len, int *flag);
 int FTW_Buffer_wait_release(const void *buf, MPI_Aint len, double timeout_s,

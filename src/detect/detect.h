@@ -81,6 +81,10 @@ int ftw_detect_world_size(void);
 /* pid of world rank r (for tests and diagnostics), or -1. */
 int ftw_detect_pid(int world_rank);
 
+/* pid of world rank r if it runs on this host (a pidfd can watch it),
+ * else -1. */
+int ftw_detect_local_pid(int world_rank);
+
 /* Fault injection (FTW_INJECT): count one call at a named point and kill
  * this process when the configured count is reached.  Costs one branch
  * when FTW_INJECT is unset. */

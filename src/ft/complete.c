@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ftwrap.h"
+#include "ft/bounce.h"
 #include "ft/complete.h"
 #include "ft/ft.h"
 #include "ft/op.h"
@@ -34,11 +35,13 @@ typedef struct {
     int looked_up;
 } reqset_t;
 
-/* Drains happened in this process: completions must be checked for
- * requests a drain cancelled (ftw_req_completed). */
+/* Drains happened in this process, or receives went through bounce
+ * buffers: completions must be checked (ftw_req_completed) for requests a
+ * drain cancelled and for data to copy out of a bounce buffer. */
 static int drains_known(void)
 {
-    return atomic_load_explicit(&ftw_drain_seq, memory_order_relaxed) != 0;
+    return atomic_load_explicit(&ftw_drain_seq, memory_order_relaxed) != 0 ||
+           ftw_unlikely(ftw_bounce_used);
 }
 
 static int reqset_init(reqset_t *s, int n, const MPI_Request reqs[])
@@ -135,7 +138,8 @@ static int failures_known(void)
 }
 
 /* Completed requests j of k (request idx[j], or j) that a drain had
- * cancelled end with FTW_ERR_DRAINED; 1 if any did. */
+ * cancelled end with FTW_ERR_DRAINED, bounced receives whose data cannot
+ * be delivered yet with FTW_ERR_BUFFER_UNUSABLE; 1 if any did. */
 static int reqset_drained(reqset_t *s, int k, const int idx[],
                           MPI_Status sts[])
 {
@@ -147,9 +151,11 @@ static int reqset_drained(reqset_t *s, int k, const int idx[],
     for (int j = 0; j < k; j++) {
         int i = idx ? idx[j] : j;
 
+        int rc;
+
         if (s->has[i] &&
-            ftw_req_completed(&s->info[i], &sts[j]) == FTW_ERR_DRAINED) {
-            s->err[i] = FTW_ERR_DRAINED;
+            (rc = ftw_req_completed(&s->info[i], &sts[j])) != MPI_SUCCESS) {
+            s->err[i] = rc;
             bad = 1;
         }
     }
@@ -254,6 +260,8 @@ int ftw_test(MPI_Request *req, int *flag, MPI_Status *status)
     int rc;
 
     test_progress();
+    if (status == MPI_STATUS_IGNORE && drains_known())
+        status = &local;
     rc = PMPI_Test(req, flag, status);
     if (rc == MPI_SUCCESS && !*flag && failures_known()) {
         e = ftw_req_find(saved);
@@ -458,9 +466,8 @@ static int any_common(int n, MPI_Request reqs[], int *index, int *flag,
         if (rc != MPI_SUCCESS || *flag) {
             if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED &&
                 status != MPI_STATUS_IGNORE) {
-                if (reqset_drained(&s, 1, index, status))
-                    rc = reqset_raise(&s, name, FTW_ERR_DRAINED);
-                else if (reqset_rndv(&s, 1, index, status))
+                if (reqset_drained(&s, 1, index, status) ||
+                    reqset_rndv(&s, 1, index, status))
                     rc = reqset_raise(&s, name, s.err[*index]);
                 reqset_sources(&s, 1, index, status);
             }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ftwrap.h"
+#include "ft/bounce.h"
 #include "ft/coll.h"
 #include "ft/comm.h"
 #include "ft/ft.h"
@@ -39,6 +40,8 @@ void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
     op->info.p2p_user = NULL;
     op->info.rndv = 0;
     op->replay = 0;
+    op->info.bounce = NULL;
+    op->bounceable = 0;
     op->native = comm;
     op->npeer = peer;
     op->npeer2 = FTW_NO_PEER;
@@ -166,6 +169,8 @@ static int op_failed_peer(ftw_comm_t *c, const ftw_reqinfo_t *info)
     return -1;
 }
 
+static int op_refused_failed(ftw_op_t *op, MPI_Status *status);
+
 /* Would the receive write a quarantined range? */
 static int op_buffer_quarantined(const ftw_op_t *op)
 {
@@ -189,24 +194,60 @@ static int op_revoked(ftw_op_t *op, MPI_Status *status)
     return 1;
 }
 
+/* A receive into a quarantined range: through a bounce buffer if
+ * configured and the call allows it (0), else refused (1, op->rc). */
+static int op_quarantine_refused(ftw_op_t *op, MPI_Status *status)
+{
+    ftw_bounce_t *b;
+    int code = FTW_ERR_BUFFER_UNUSABLE;
+
+    if (ftw_cfg.quarantine == FTW_QUARANTINE_BOUNCE && op->bounceable) {
+        code = ftw_bounce_new(op->info.buf, op->info.count, op->info.dt, &b);
+        if (code == MPI_SUCCESS) {
+            op->info.bounce = b;
+            op->info.owned = b;
+            ftw_bounce_native(b, &op->rbuf, &op->rcount, &op->rdt);
+            return 0;
+        }
+    }
+    ftw_status_fail(status, code, op->info.peer);
+    op->rc = ftw_raise(op->info.comm, code, op->name, -1);
+    return 1;
+}
+
+/* The operation will not be posted: drop its bounce buffer. */
+static void op_unbounce(ftw_op_t *op)
+{
+    free(op->info.owned);
+    op->info.owned = NULL;
+    op->info.bounce = NULL;
+}
+
 int ftw_op_refused(ftw_op_t *op, MPI_Status *status)
 {
-    ftw_comm_t *c;
-    int code, bad;
+    int rc;
 
     ftw_revoke_check();
     if (ftw_unlikely(ftw_revoked_count) && op_revoked(op, status))
         return 1;
     if (ftw_unlikely(ftw_quarantine_count) && op->info.buf != NULL &&
-        op_buffer_quarantined(op)) {
-        ftw_status_fail(status, FTW_ERR_BUFFER_UNUSABLE, op->info.peer);
-        op->rc = ftw_raise(op->info.comm, FTW_ERR_BUFFER_UNUSABLE, op->name,
-                           -1);
+        op_buffer_quarantined(op) && op_quarantine_refused(op, status))
         return 1;
-    }
     if (ftw_likely(atomic_load_explicit(&ftw_fail_epoch,
                                         memory_order_relaxed) == 0))
         return 0;
+    rc = op_refused_failed(op, status);
+    if (rc)
+        op_unbounce(op);
+    return rc;
+}
+
+/* ftw_op_refused once failures are known. */
+static int op_refused_failed(ftw_op_t *op, MPI_Status *status)
+{
+    ftw_comm_t *c;
+    int code, bad;
+
     c = ftw_comm_get(op->info.comm);
     if (c == NULL)
         return 0;
@@ -292,6 +333,8 @@ int ftw_op_posted(ftw_op_t *op, int rc, MPI_Request *request)
 {
     if (rc == MPI_SUCCESS)
         ftw_req_add(*request, &op->info);
+    else
+        op_unbounce(op);
     return rc;
 }
 
@@ -362,6 +405,30 @@ static int recv_cancellable(const ftw_reqinfo_t *info, int source)
 #endif
 }
 
+/* The MPI holds on to a receive and may still write its buffer: keep
+ * driving it, quarantine the buffer until nothing can write it.  A
+ * bounced receive writes ftwrap's buffer (the graveyard keeps it), so the
+ * user's is untouched and the receive ends with code. */
+static int recv_abandon(const ftw_reqinfo_t *info, MPI_Request *req,
+                        MPI_Status *status, int source, int code)
+{
+    ftw_comm_t *c = ftw_comm_get(info->comm);
+    int writer = -1;
+
+    if (c != NULL && source >= 0 && source < c->size)
+        writer = c->peer_world[source];
+    if (info->bounce != NULL) {
+        ftw_grave_add(*req);
+    } else {
+        ftw_grave_add_recv(*req, ftw_quarantine_add(info->buf, info->count,
+                                                    info->dt), writer);
+        code = FTW_ERR_BUFFER_UNUSABLE;
+    }
+    *req = MPI_REQUEST_NULL;
+    ftw_status_fail(status, code, source);
+    return code;
+}
+
 static int recv_cancel(const ftw_reqinfo_t *info, MPI_Request *req,
                        MPI_Status *status, int source, int code)
 {
@@ -375,16 +442,8 @@ static int recv_cancel(const ftw_reqinfo_t *info, MPI_Request *req,
         for (int i = 0; i < 1000 && !flag; i++)
             PMPI_Test(req, &flag, &st);
     }
-    if (!flag) {
-        /* The MPI holds on to it and may still write the buffer: keep
-         * driving it, quarantine the buffer until it ends. */
-        ftw_grave_add_quarantined(*req, ftw_quarantine_add(info->buf,
-                                                           info->count,
-                                                           info->dt));
-        *req = MPI_REQUEST_NULL;
-        ftw_status_fail(status, FTW_ERR_BUFFER_UNUSABLE, source);
-        return FTW_ERR_BUFFER_UNUSABLE;
-    }
+    if (!flag)
+        return recv_abandon(info, req, status, source, code);
     PMPI_Test_cancelled(&st, &cancelled);
     if (!cancelled) {
         int rc = info->rndv ? ftw_rndv_finish(info, &st) : MPI_SUCCESS;
@@ -500,23 +559,33 @@ int ftw_req_doomed(const ftw_reqinfo_t *info)
            ftw_comm_any_disabled(c);
 }
 
-int ftw_req_completed(const ftw_reqinfo_t *info, MPI_Status *st)
+/* Was the completed receive cancelled by a drain? */
+static int req_cut_by_drain(const ftw_reqinfo_t *info, MPI_Status *st)
 {
     ftw_comm_t *c;
     int cancelled = 0;
 
-    if (info == NULL || info->kind != FTW_OP_RECV ||
-        atomic_load_explicit(&ftw_drain_seq, memory_order_relaxed) ==
-            info->drain_seq)
-        return MPI_SUCCESS;
+    if (atomic_load_explicit(&ftw_drain_seq, memory_order_relaxed) ==
+        info->drain_seq)
+        return 0;
     c = ftw_comm_get(info->comm);
     if (c == NULL || !ftw_req_drained(c, info))
-        return MPI_SUCCESS;
+        return 0;
     PMPI_Test_cancelled(st, &cancelled);
-    if (!cancelled)
+    return cancelled;
+}
+
+int ftw_req_completed(const ftw_reqinfo_t *info, MPI_Status *st)
+{
+    if (info == NULL || info->kind != FTW_OP_RECV)
         return MPI_SUCCESS;
-    ftw_status_fail(st, FTW_ERR_DRAINED, info->peer);
-    return FTW_ERR_DRAINED;
+    if (req_cut_by_drain(info, st)) {
+        ftw_status_fail(st, FTW_ERR_DRAINED, info->peer);
+        return FTW_ERR_DRAINED;
+    }
+    if (ftw_unlikely(info->bounce != NULL))
+        return ftw_bounce_finish(info->bounce, st);
+    return MPI_SUCCESS;
 }
 
 int ftw_req_wait(const ftw_reqinfo_t *info, MPI_Request *req,
@@ -587,6 +656,7 @@ int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
     op.req = *req;
     op.req2 = MPI_REQUEST_NULL;
     op.tmp = NULL;
+    op.bounceable = 0;
     return ftw_op_wait(&op, MPI_SUCCESS, status);
 }
 
@@ -626,6 +696,14 @@ static void op_withdraw(ftw_op_t *op)
 
 int ftw_op_wait(ftw_op_t *op, int rc, MPI_Status *status)
 {
+    MPI_Request bounced = MPI_REQUEST_NULL;
+
+    /* A bounced receive is in the request table while it waits, so that
+     * the graveyard can take its buffer if it is given up. */
+    if (ftw_unlikely(op->info.owned != NULL) && rc == MPI_SUCCESS)
+        ftw_req_add(bounced = op->req, &op->info);
+    else if (rc != MPI_SUCCESS)
+        op_unbounce(op);
     if (rc != MPI_SUCCESS) {
         op_withdraw(op);
     } else if (op->req2 != MPI_REQUEST_NULL) {
@@ -633,6 +711,8 @@ int ftw_op_wait(ftw_op_t *op, int rc, MPI_Status *status)
     } else {
         rc = wait_one(&op->info, &op->req, status);
     }
+    if (bounced != MPI_REQUEST_NULL)
+        ftw_req_del(bounced);
     if (op->tmp != NULL)
         free(op->tmp);
     if (rc == MPI_SUCCESS && op->info.peer == MPI_PROC_NULL &&

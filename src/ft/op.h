@@ -39,6 +39,10 @@ typedef struct {
     void *tmp;              /* a send-receive-replace's copy of the data */
     int replay;             /* a stashed message replayed to self: its */
     int rsrc, rtag;         /* status must say this source and tag */
+    void *rbuf;             /* what the native receive uses: the user's */
+    MPI_Count rcount;       /* buffer, or a bounce buffer (bounceable */
+    MPI_Datatype rdt;       /* calls only) */
+    int bounceable;         /* the wrapper posts rbuf, rcount, rdt */
 } ftw_op_t;
 
 void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
@@ -91,6 +95,9 @@ static inline void ftw_op_set_buf(ftw_op_t *op, void *buf, MPI_Count count,
     op->info.buf = buf;
     op->info.count = count;
     op->info.dt = dt;
+    op->rbuf = buf;
+    op->rcount = count;
+    op->rdt = dt;
 }
 
 /* Route the operation on a communicator whose traffic was moved. */

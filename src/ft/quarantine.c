@@ -2,6 +2,7 @@
  * transfers the MPI would not let go. */
 #include "ft/quarantine.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -81,23 +82,32 @@ void ftw_quarantine_release(unsigned id)
     pthread_mutex_lock(&q_lock);
     for (int i = 0; i < ftw_quarantine_count; i++) {
         if (ranges[i].id == id) {
+            ftw_info("receive buffer [%p, %p) released",
+                     (const void *)ranges[i].lo, (const void *)ranges[i].hi);
             ranges[i] = ranges[--ftw_quarantine_count];
+            ftw_stat_add(FTW_STAT_RELEASED, 1);
             break;
         }
     }
     pthread_mutex_unlock(&q_lock);
 }
 
-int ftw_quarantine_overlaps(const void *buf, size_t len)
+int ftw_quarantine_overlaps_before(const void *buf, size_t len,
+                                   unsigned id)
 {
     const char *lo = buf, *hi = lo + len;
     int hit = 0;
 
     pthread_mutex_lock(&q_lock);
     for (int i = 0; i < ftw_quarantine_count && !hit; i++)
-        hit = lo < ranges[i].hi && ranges[i].lo < hi;
+        hit = ranges[i].id < id && lo < ranges[i].hi && ranges[i].lo < hi;
     pthread_mutex_unlock(&q_lock);
     return hit;
+}
+
+int ftw_quarantine_overlaps(const void *buf, size_t len)
+{
+    return ftw_quarantine_overlaps_before(buf, len, UINT_MAX);
 }
 
 FTW_EXPORT int FTW_Buffer_quarantined(const void *buf, MPI_Aint len,

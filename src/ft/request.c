@@ -1,12 +1,19 @@
 /* The request table and the graveyard. */
 #include "ft/request.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include "detect/detect.h"
+#include "ft/bounce.h"
 #include "ft/quarantine.h"
+#include "util/config.h"
 #include "util/log.h"
 #include "util/stats.h"
 
@@ -175,7 +182,11 @@ typedef struct {
     MPI_Request req;
     void *owned;
     unsigned qid;       /* quarantined range, released when it ends */
+    int pidfd;          /* the one process that could write it, or -1 */
+    unsigned settle;    /* progress passes made since that process exited */
 } grave_t;
+
+#define GRAVE_EXITED (-2)     /* grave_t.pidfd: the writer has exited */
 
 static grave_t *grave;
 static int grave_n, grave_cap;
@@ -199,6 +210,8 @@ static void grave_add_locked(MPI_Request req, void *owned)
     }
     grave[grave_n].req = req;
     grave[grave_n].qid = 0;
+    grave[grave_n].pidfd = -1;
+    grave[grave_n].settle = 0;
     grave[grave_n++].owned = owned;
     ftw_stat_add(FTW_STAT_GRAVEYARD, 1);
 }
@@ -227,6 +240,26 @@ void ftw_grave_add_quarantined(MPI_Request req, unsigned qid)
     req_table_unlock();
 }
 
+void ftw_grave_add_recv(MPI_Request req, unsigned qid, int writer_world)
+{
+    int pid = ftw_detect_local_pid(writer_world), fd = -1;
+
+    if (qid != 0 && pid > 0 && ftw_cfg.quarantine_settle > 0) {
+        fd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (fd < 0 && errno == ESRCH)
+            fd = GRAVE_EXITED;      /* gone, and reaped, already */
+    }
+    ftw_grave_add(req);
+    req_table_lock();
+    if (grave_n > 0 && grave[grave_n - 1].req == req) {
+        grave[grave_n - 1].qid = qid;
+        grave[grave_n - 1].pidfd = fd;
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    req_table_unlock();
+}
+
 void ftw_grave_add_full(MPI_Request req, void *owned, unsigned qid)
 {
     req_table_lock();
@@ -243,8 +276,49 @@ void ftw_grave_add_owned(MPI_Request req, void *owned)
     req_table_unlock();
 }
 
+/* Has the process behind g's pidfd exited?  Once it has, the only writes
+ * left into the range are copies this process's own MPI progress makes of
+ * fragments the writer had already queued in shared memory (Open MPI's
+ * vader and MPICH's shared-memory transports copy on the receiving side;
+ * a single-copy read is one call of the receiver's that has returned):
+ * FTW_QUARANTINE_SETTLE further progress passes consume them. */
+static int grave_writer_gone(grave_t *g)
+{
+    struct pollfd p = { .fd = g->pidfd, .events = POLLIN };
+
+    if (g->pidfd == GRAVE_EXITED)
+        return 1;
+    if (poll(&p, 1, 0) != 1)
+        return 0;
+    close(g->pidfd);
+    g->pidfd = GRAVE_EXITED;
+    return 1;
+}
+
+/* One progress pass over g; 1 if its range was released by it. */
+static int grave_settle(grave_t *g)
+{
+    if (g->qid == 0 || g->pidfd == -1 || !grave_writer_gone(g) ||
+        ++g->settle < (unsigned)ftw_cfg.quarantine_settle)
+        return 0;
+    ftw_quarantine_release(g->qid);
+    g->qid = 0;
+    return 1;
+}
+
+/* g's native request ended: nothing uses its memory or range now. */
+static void grave_close(grave_t *g)
+{
+    if (g->pidfd >= 0)
+        close(g->pidfd);
+    free(g->owned);
+    ftw_quarantine_release(g->qid);
+}
+
 void ftw_grave_progress(void)
 {
+    int released = 0;
+
     if (grave_n == 0)
         return;
     req_table_lock();
@@ -253,14 +327,17 @@ void ftw_grave_progress(void)
 
         PMPI_Test(&grave[i].req, &flag, MPI_STATUS_IGNORE);
         if (flag) {
-            free(grave[i].owned);
-            ftw_quarantine_release(grave[i].qid);
+            released |= grave[i].qid != 0;
+            grave_close(&grave[i]);
             grave[i] = grave[--grave_n];
         } else {
+            released |= grave_settle(&grave[i]);
             i++;
         }
     }
     req_table_unlock();
+    if (released)
+        ftw_bounce_progress();
 }
 
 int ftw_grave_count(void)

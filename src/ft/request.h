@@ -42,6 +42,8 @@ typedef struct {
     void *buf;          /* a receive's buffer, count and type, for the */
     MPI_Count count;    /* quarantine; buf NULL: unknown */
     MPI_Datatype dt;
+    struct ftw_bounce *bounce;  /* FTW_QUARANTINE=bounce: the receive goes
+                                 * through it (it is also owned) */
 } ftw_reqinfo_t;
 
 typedef struct ftw_req {
@@ -83,6 +85,10 @@ void ftw_grave_add(MPI_Request req);
 void ftw_grave_add_owned(MPI_Request req, void *owned);
 /* A receive given up on: its buffer stays quarantined until it ends. */
 void ftw_grave_add_quarantined(MPI_Request req, unsigned qid);
+/* A receive from one peer given up on (writer_world: its world rank): the
+ * range is also released once that process has exited, if it ran on this
+ * host, and the queued data it left was consumed. */
+void ftw_grave_add_recv(MPI_Request req, unsigned qid, int writer_world);
 /* Both: the MPI may still use owned and write the quarantined range. */
 void ftw_grave_add_full(MPI_Request req, void *owned, unsigned qid);
 void ftw_grave_progress(void);

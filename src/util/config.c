@@ -18,6 +18,7 @@ static const char *const xport_names[] = { "auto", "cma", "shm", "native",
 static const char *const detect_names[] = { "auto", "pidfd", "heartbeat",
                                             "off", NULL };
 static const char *const ulfm_names[] = { "auto", "on", "off", NULL };
+static const char *const quarantine_names[] = { "error", "bounce", NULL };
 
 #define FTW_CFG_FIELD(f) offsetof(ftw_config_t, f)
 
@@ -78,6 +79,17 @@ static const ftw_cfg_row_t cfg_table[] = {
       "A rendezvous pull reads at most this many bytes at a time and checks "
       "for failures in between.",
       FTW_CFG_SIZE, FTW_CFG_FIELD(rndv_chunk), NULL },
+    { "FTW_QUARANTINE", "error",
+      "A receive into a quarantined buffer range: error (fails with "
+      "FTW_ERR_BUFFER_UNUSABLE) or bounce (lands in a private buffer, "
+      "copied into the range once nothing else can write it).",
+      FTW_CFG_ENUM, FTW_CFG_FIELD(quarantine), quarantine_names },
+    { "FTW_QUARANTINE_SETTLE", "256",
+      "A range quarantined by a receive from one process on this host is "
+      "released once that process has exited and this process has made "
+      "this many progress passes (consuming what it had queued); 0: only "
+      "when the native transfer ends.",
+      FTW_CFG_INT, FTW_CFG_FIELD(quarantine_settle), NULL },
 };
 
 static const char *const type_names[] = {

@@ -36,6 +36,8 @@ typedef struct {
     size_t rndv_threshold;  /* FTW_RNDV_THRESHOLD, bytes; 0: off */
     int xport;              /* FTW_XPORT: ftw_xport_mode_t */
     size_t rndv_chunk;      /* FTW_RNDV_CHUNK, bytes */
+    int quarantine;         /* FTW_QUARANTINE: ftw_quarantine_mode_t */
+    int quarantine_settle;  /* FTW_QUARANTINE_SETTLE, progress passes */
 } ftw_config_t;
 
 /* FTW_ULFM values, in the order of the table's names. */
@@ -52,6 +54,12 @@ typedef enum {
     FTW_XPORT_SHM,          /* shared-memory pull (not yet: acts as cma) */
     FTW_XPORT_NATIVE,       /* every message through the MPI unchanged */
 } ftw_xport_mode_t;
+
+/* FTW_QUARANTINE values, in the order of the table's names. */
+typedef enum {
+    FTW_QUARANTINE_ERROR,   /* receives into a quarantined range fail */
+    FTW_QUARANTINE_BOUNCE,  /* they land in a bounce buffer instead */
+} ftw_quarantine_mode_t;
 
 /* FTW_DETECT values, in the order of the table's names. */
 typedef enum {

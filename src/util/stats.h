@@ -30,7 +30,9 @@
     _(RNDV_NATIVE,    "rndv_native",    "large messages sent natively")  \
     _(RNDV_NATIVE_BYTES, "rndv_native_bytes", "bytes of those")         \
     _(RNDV_TRUNCATED, "rndv_truncated", "rendezvous messages truncated") \
-    _(RNDV_ABORTED,   "rndv_aborted",   "rendezvous ended by a failure")
+    _(RNDV_ABORTED,   "rndv_aborted",   "rendezvous ended by a failure")  \
+    _(RELEASED,       "released",       "quarantined ranges released")   \
+    _(BOUNCED,        "bounced",        "receives through a bounce buffer")
 
 typedef enum {
 #define FTW_STAT_ENUM_(id, key, help) FTW_STAT_##id,
