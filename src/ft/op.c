@@ -215,9 +215,12 @@ static int op_quarantine_refused(ftw_op_t *op, MPI_Status *status)
     return 1;
 }
 
-/* The operation will not be posted: drop its bounce buffer. */
+/* The operation will not be posted: drop its bounce buffer (other owned
+ * memory, a rendezvous receive's, stays with its caller). */
 static void op_unbounce(ftw_op_t *op)
 {
+    if (op->info.bounce == NULL)
+        return;
     free(op->info.owned);
     op->info.owned = NULL;
     op->info.bounce = NULL;
@@ -699,8 +702,9 @@ int ftw_op_wait(ftw_op_t *op, int rc, MPI_Status *status)
     MPI_Request bounced = MPI_REQUEST_NULL;
 
     /* A bounced receive is in the request table while it waits, so that
-     * the graveyard can take its buffer if it is given up. */
-    if (ftw_unlikely(op->info.owned != NULL) && rc == MPI_SUCCESS)
+     * the graveyard can take its buffer if it is given up.  (Other owned
+     * memory, a rendezvous receive's, stays with its caller.) */
+    if (ftw_unlikely(op->info.bounce != NULL) && rc == MPI_SUCCESS)
         ftw_req_add(bounced = op->req, &op->info);
     else if (rc != MPI_SUCCESS)
         op_unbounce(op);
