@@ -6,6 +6,8 @@
 #                   TAP suite for every MPI, natively and under ftwrap
 #   make demo       a short 4-rank run under ftwrun on each MPI
 #   make bench      scripts/bench/run (native vs ftwrap ratios)
+#   make verbs-lab-smoke  soft-RoCE VM check (scripts/verbs-lab; needs
+#                   scripts/setup --lab): rxe0 and an RC ping-pong, both MTUs
 #   make install PREFIX=/usr/local
 
 PREFIX ?= /usr/local
@@ -105,6 +107,9 @@ bench: all
 
 setup:
 	scripts/setup
+
+verbs-lab-smoke:
+	scripts/verbs-lab-smoke
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/ftwrap \
