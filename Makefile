@@ -8,6 +8,8 @@
 #   make bench      scripts/bench/run (native vs ftwrap ratios)
 #   make stress     repeat the drain/quarantine kill scenarios (scripts/stress;
 #                   STRESS_N=20 runs each), count hangs and corruptions
+#   make verbs-lab-smoke  soft-RoCE VM check (scripts/verbs-lab; needs
+#                   scripts/setup --lab): rxe0 and an RC ping-pong, both MTUs
 #   make install PREFIX=/usr/local
 
 PREFIX ?= /usr/local
@@ -112,6 +114,9 @@ stress: all
 
 setup:
 	scripts/setup
+
+verbs-lab-smoke:
+	scripts/verbs-lab-smoke
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/ftwrap \
