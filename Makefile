@@ -38,7 +38,7 @@ GEN_SRCS := gen/ftwgen.py gen/rules.py
 TEST_SRCS := $(sort $(wildcard tests/*.c))
 TOOLS := build/bin/ftw-supervise build/bin/ftw-info
 
-.PHONY: all lib tests tools check demo bench stress install clean setup
+.PHONY: all lib tests tools check demo bench stress verbs-lab-smoke install clean setup
 all: lib tools tests
 
 # ---- per-MPI rules ------------------------------------------------------
