@@ -32,6 +32,11 @@
 
 extern _Atomic uint32_t ftw_fail_epoch;
 
+/* For threads that wait in a loop: notice a local peer's death from its
+ * exit futex directly (published as the sentinel would), without waiting
+ * for a detector thread to be scheduled.  Cheap: a load per local peer. */
+void ftw_detect_peek(void);
+
 /* Reasons for the wrappers to leave their fast path (ftw_quiet in
  * ft/op.h): fault injection armed, traffic moved by a drain, agreements in
  * flight, a revoke bell heard.  Read with one relaxed load. */

@@ -55,7 +55,9 @@ static struct {
     ftw_robust_slot_t *own;         /* this process's slots */
     int own_fd;
     void **pages;                   /* [size], peers' mappings or NULL */
-    _Atomic uint32_t **words;       /* [size], my slot in each, or NULL */
+    _Atomic uint32_t **words;       /* [size], my slot in each, or NULL;
+                                     * fixed while the sentinel runs */
+    _Atomic uint8_t *gone;          /* [size], reported dead */
     _Atomic uint32_t stop;          /* the sentinel's own wake word */
     pthread_t sentinel;
     int started;
@@ -211,9 +213,24 @@ static void robust_report(int rank)
     if (write(ftw_det.earlyfd, &one, sizeof(one)) < 0) {
         /* Saturated counter: the detector is awake anyway. */
     }
-    munmap(rob.pages[rank], robust_len());
-    rob.pages[rank] = NULL;
-    rob.words[rank] = NULL;
+    atomic_store(&rob.gone[rank], 1);
+}
+
+/* Application threads that wait: look at the words themselves.  The kernel
+ * sets FUTEX_OWNER_DIED in the dying process's context; a waiter that
+ * reads it needs no thread of its own to be scheduled, which on a
+ * crowded host is most of the delay.  A few loads per local peer. */
+void ftw_detect_peek(void)
+{
+    if (!rob.started)
+        return;
+    for (int r = 0; r < ftw_det.size; r++) {
+        if (rob.words[r] == NULL || atomic_load(&rob.gone[r]))
+            continue;
+        if (atomic_load_explicit(rob.words[r], memory_order_relaxed) &
+            FUTEX_OWNER_DIED)
+            robust_report(r);
+    }
 }
 
 /* Build the wait set; 0 entries for peers beyond FUTEX_WAITV_MAX - 1. */
@@ -227,7 +244,7 @@ static int robust_collect(struct futex_waitv *wv, int *ranks)
     for (int r = 0; r < ftw_det.size && n < FUTEX_WAITV_MAX; r++) {
         uint32_t v;
 
-        if (!rob.words[r])
+        if (!rob.words[r] || atomic_load(&rob.gone[r]))
             continue;
         v = robust_expect(rob.words[r]);
         if (v == 0 && (atomic_load(rob.words[r]) & FUTEX_OWNER_DIED)) {
@@ -271,7 +288,8 @@ ftw_status_t ftw_det_robust_start(void)
 
     rob.words = calloc((size_t)ftw_det.size, sizeof(*rob.words));
     rob.pages = calloc((size_t)ftw_det.size, sizeof(*rob.pages));
-    if (!rob.words || !rob.pages)
+    rob.gone = calloc((size_t)ftw_det.size, sizeof(*rob.gone));
+    if (!rob.words || !rob.pages || !rob.gone)
         return FTW_OK;
     for (int r = 0; r < ftw_det.size; r++) {
         if (ftw_det.pidfds[r] < 0 || ftw_det.peers[r].memfd < 0)
@@ -309,8 +327,10 @@ void ftw_det_robust_stop(void)
             munmap(rob.pages[r], robust_len());
     free(rob.pages);
     free(rob.words);
+    free((void *)rob.gone);
     rob.pages = NULL;
     rob.words = NULL;
+    rob.gone = NULL;
 }
 
 /* The sentinel reported deaths (detector thread).  Pending datagrams

@@ -367,6 +367,7 @@ void ftw_poll_idle(ftw_poll_t *p)
     if (ftw_unlikely(ftw_validates_pending))
         ftw_validate_progress();
     if ((p->spins & 63) == 0) {
+        ftw_detect_peek();
         ftw_grave_progress();
         if (ftw_unlikely(ftw_revoke_listening))
             ftw_revoke_poll();  /* notices whose bell came early */
@@ -662,7 +663,9 @@ int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
         }
         if (ftw_unlikely(!ftw_quiet()))
             break;
-        if (++spins > FTW_SPINS_BEFORE_YIELD && (spins & 15) == 0)
+        if ((++spins & 255) == 0)
+            ftw_detect_peek();
+        if (spins > FTW_SPINS_BEFORE_YIELD && (spins & 15) == 0)
             sched_yield();
     }
     /* Posted while quiet: no drain had moved anything (drain_seq 0), and
