@@ -1,0 +1,128 @@
+/* ftw-test: np=3 mode=ftwrap timeout=60 link=ftwrap expect-failed=1 fate=1:signal:KILL mpi=openmpi */
+/*
+ * quarantine_cma - a sender killed during a large transfer over Open
+ * MPI's single-copy (CMA) path: never a hang, never silently wrong data.
+ *
+ * Rank 1 fills 256 MiB with a pattern and sends it to rank 0; rank 2
+ * SIGKILLs rank 1 10 ms into the transfer.  With single copy on (Open
+ * MPI's default, unlike tests/quarantine.c) the receiver reads the
+ * sender's memory itself, in one call that can finish although the
+ * sender was killed (the kernel keeps a dying process's memory for a
+ * reader that holds it).  So MPI_Recv may legitimately succeed; what
+ * must hold is: it returns within 10 s; if it succeeded, the data is
+ * the sender's, byte for byte (checksum), and the buffer is not
+ * quarantined; if it failed, the class is FTW_ERR_BUFFER_UNUSABLE (the
+ * transfer was cut) or FTW_ERR_PROC_FAIL_STOP (nothing had matched
+ * yet), and a quarantined range is released once the sender has exited.
+ * Either way the buffer no longer changes afterwards, and a later
+ * receive from rank 2 works (checksum).
+ *
+ * Open MPI only: MPICH under ftwrun keeps UCX off its CMA transport,
+ * which aborts a receiver whose sender dies.
+ */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "ftwrap.h"
+#include "tap.h"
+
+#define BIG ((size_t)256 << 20)
+#define SMALL 256    /* eager on every transport */
+#define SEED_BIG 5
+#define SEED_SMALL 77
+
+static int class_of(int rc)
+{
+    int cls;
+
+    MPI_Error_class(rc, &cls);
+    return cls;
+}
+
+/* Checksum buf, drive MPI progress for 300 ms, checksum it again. */
+static int stable(const char *buf, size_t len)
+{
+    uint64_t before = tap_fnv1a(buf, len);
+    double t0 = MPI_Wtime();
+    int flag;
+
+    while (MPI_Wtime() - t0 < 0.3)
+        MPI_Iprobe(MPI_ANY_SOURCE, 99, MPI_COMM_SELF, &flag,
+                   MPI_STATUS_IGNORE);
+    return before == tap_fnv1a(buf, len);
+}
+
+/* Rank 0's checks of the outcome of the cut receive (rc). */
+static void check_outcome(char *big, int rc, double dt)
+{
+    int cls = class_of(rc), flag = -1, released = 0;
+
+    tap_diag("the receive ended with class %d after %.3f s", cls, dt);
+    tap_ok_local(dt < 10, "it returned within 10 s");
+    tap_ok_local(rc == MPI_SUCCESS ? tap_check(big, BIG, SEED_BIG)
+                                   : (cls == FTW_ERR_BUFFER_UNUSABLE ||
+                                      cls == FTW_ERR_PROC_FAIL_STOP),
+                 "success with the sender's data intact, or "
+                 "FTW_ERR_BUFFER_UNUSABLE / FTW_ERR_PROC_FAIL_STOP");
+    FTW_Buffer_quarantined(big, (MPI_Aint)BIG, &flag);
+    tap_ok_local(flag == (cls == FTW_ERR_BUFFER_UNUSABLE),
+                 "the buffer is quarantined exactly when the receive said "
+                 "so (%d)", flag);
+    if (flag == 1)
+        FTW_Buffer_wait_release(big, (MPI_Aint)BIG, 10, &released);
+    tap_ok_local(flag != 1 || released == 1,
+                 "a quarantined range is released once the sender exited");
+    tap_ok_local(stable(big, BIG), "the buffer no longer changes");
+}
+
+int main(int argc, char **argv)
+{
+    int rank, pids[3], me, rc;
+    char *big, small[SMALL];
+    double t0;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    big = malloc(BIG);
+    if (big == NULL) {
+        fprintf(stderr, "quarantine_cma: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    me = getpid();
+    MPI_Allgather(&me, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);
+    if (rank == 1)
+        tap_fill(big, BIG, SEED_BIG);
+    else if (rank == 2)
+        tap_fill(small, SMALL, SEED_SMALL);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    if (rank == 1) {
+        MPI_Send(big, (int)BIG, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+        pause();                        /* killed before or after */
+    }
+    if (rank == 2) {
+        MPI_Send(small, SMALL, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
+        usleep(10000);
+        kill(pids[1], SIGKILL);
+        MPI_Finalize();
+        return 0;
+    }
+
+    tap_plan(6);
+    t0 = MPI_Wtime();
+    rc = MPI_Recv(big, (int)BIG, MPI_BYTE, 1, 1, MPI_COMM_WORLD,
+                  MPI_STATUS_IGNORE);
+    check_outcome(big, rc, MPI_Wtime() - t0);
+    rc = MPI_Recv(small, SMALL, MPI_BYTE, 2, 2, MPI_COMM_WORLD,
+                  MPI_STATUS_IGNORE);
+    tap_ok_local(rc == MPI_SUCCESS && tap_check(small, SMALL, SEED_SMALL),
+                 "a later receive from another process works (checksum)");
+    fflush(stdout);
+    free(big);
+    MPI_Finalize();
+    return tap_status();
+}
