@@ -34,35 +34,11 @@
 #include <unistd.h>
 
 #include "ftwrap.h"
+#include "qcheck.h"
 #include "tap.h"
 
 #define BIG ((size_t)256 << 20)
 #define SMALL 256    /* eager on every transport */
-
-static int class_of(int rc)
-{
-    int cls;
-
-    MPI_Error_class(rc, &cls);
-    return cls;
-}
-
-/* Checksum buf, drive MPI progress for 300 ms, checksum it again. */
-static int stable_after_release(const char *buf, size_t len)
-{
-    uint64_t before = tap_fnv1a(buf, len), after;
-    double t0 = MPI_Wtime();
-    int flag;
-
-    while (MPI_Wtime() - t0 < 0.3)
-        MPI_Iprobe(MPI_ANY_SOURCE, 99, MPI_COMM_SELF, &flag,
-                   MPI_STATUS_IGNORE);
-    after = tap_fnv1a(buf, len);
-    if (before != after)
-        tap_diag("checksum %llx became %llx", (unsigned long long)before,
-                 (unsigned long long)after);
-    return before == after;
-}
 
 int main(int argc, char **argv)
 {
@@ -100,9 +76,9 @@ int main(int argc, char **argv)
     rc = MPI_Recv(big, (int)BIG, MPI_BYTE, 1, 1, MPI_COMM_WORLD,
                   MPI_STATUS_IGNORE);
     dt = MPI_Wtime() - t0;
-    tap_ok_local(class_of(rc) == FTW_ERR_BUFFER_UNUSABLE,
+    tap_ok_local(q_class_of(rc) == FTW_ERR_BUFFER_UNUSABLE,
                  "receive cut in the middle returns FTW_ERR_BUFFER_UNUSABLE "
-                 "(class %d)", class_of(rc));
+                 "(class %d)", q_class_of(rc));
     tap_ok_local(dt < 10, "it returned %.3f s after it started (< 10 s)", dt);
 
     FTW_Buffer_quarantined(big, (MPI_Aint)BIG, &flag);
@@ -112,10 +88,10 @@ int main(int argc, char **argv)
 
     rc = MPI_Recv(big + BIG / 2, 16, MPI_BYTE, 2, 2, MPI_COMM_WORLD,
                   MPI_STATUS_IGNORE);
-    tap_ok_local(class_of(rc) == FTW_ERR_BUFFER_UNUSABLE,
+    tap_ok_local(q_class_of(rc) == FTW_ERR_BUFFER_UNUSABLE,
                  "MPI_Recv into the quarantined range fails at once");
     rc = MPI_Irecv(big + BIG - 8, 8, MPI_BYTE, 2, 2, MPI_COMM_WORLD, &req);
-    tap_ok_local(class_of(rc) == FTW_ERR_BUFFER_UNUSABLE &&
+    tap_ok_local(q_class_of(rc) == FTW_ERR_BUFFER_UNUSABLE &&
                  req == MPI_REQUEST_NULL,
                  "MPI_Irecv into the quarantined range fails at once");
 
@@ -129,7 +105,7 @@ int main(int argc, char **argv)
     tap_ok_local(rc == MPI_SUCCESS && released == 1,
                  "the range is released once the sender has exited "
                  "(%.3f s)", MPI_Wtime() - t0);
-    tap_ok_local(stable_after_release(big, BIG),
+    tap_ok_local(q_stable(big, BIG),
                  "after the release the buffer no longer changes");
 
     ok = FTW_Buffer_quarantined(big, 16, NULL) == MPI_ERR_ARG &&

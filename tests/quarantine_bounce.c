@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "ftwrap.h"
+#include "qcheck.h"
 #include "tap.h"
 
 #define BIG ((size_t)256 << 20)
@@ -41,14 +42,6 @@
 enum { T_RECV = 10, T_WAIT, T_TEST, T_PERSIST, T_SENDRECV, T_VECTOR,
        T_ALL, T_ELSE, T_LATE, T_GO };
 
-static int class_of(int rc)
-{
-    int cls;
-
-    MPI_Error_class(rc, &cls);
-    return cls;
-}
-
 /* The status of a deferred message: the error, and who sent what. */
 static int deferred(int rc, const MPI_Status *st, int tag, int count,
                     MPI_Datatype dt)
@@ -56,8 +49,8 @@ static int deferred(int rc, const MPI_Status *st, int tag, int count,
     int n = -1;
 
     MPI_Get_count(st, dt, &n);
-    return class_of(rc) == FTW_ERR_BUFFER_UNUSABLE &&
-           class_of(st->MPI_ERROR) == FTW_ERR_BUFFER_UNUSABLE &&
+    return q_class_of(rc) == FTW_ERR_BUFFER_UNUSABLE &&
+           q_class_of(st->MPI_ERROR) == FTW_ERR_BUFFER_UNUSABLE &&
            st->MPI_SOURCE == 2 && st->MPI_TAG == tag && n == count;
 }
 
@@ -87,19 +80,6 @@ static void helper(void)
     MPI_Recv(&go, 1, MPI_INT, 0, T_GO, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     tap_fill(msgs[0], MSG, T_LATE);
     MPI_Send(msgs[0], MSG, MPI_BYTE, 0, T_LATE, MPI_COMM_WORLD);
-}
-
-/* Checksum buf, drive MPI progress for 300 ms, checksum it again. */
-static int stable(const char *buf, size_t len)
-{
-    uint64_t before = tap_fnv1a(buf, len);
-    double t0 = MPI_Wtime();
-    int flag;
-
-    while (MPI_Wtime() - t0 < 0.3)
-        MPI_Iprobe(MPI_ANY_SOURCE, 99, MPI_COMM_SELF, &flag,
-                   MPI_STATUS_IGNORE);
-    return before == tap_fnv1a(buf, len);
 }
 
 static char *at(char *big, int mib)
@@ -153,7 +133,7 @@ static void receive_deferred(char *big, MPI_Datatype vec)
     MPI_Irecv(other, MSG, MPI_BYTE, 2, T_ELSE, MPI_COMM_WORLD, &reqs[1]);
     rc = MPI_Waitall(2, reqs, sts);
     ok = rc == MPI_ERR_IN_STATUS &&
-         class_of(sts[0].MPI_ERROR) == FTW_ERR_BUFFER_UNUSABLE &&
+         q_class_of(sts[0].MPI_ERROR) == FTW_ERR_BUFFER_UNUSABLE &&
          sts[1].MPI_ERROR == MPI_SUCCESS && tap_check(other, MSG, T_ELSE);
     tap_ok_local(ok, "MPI_Waitall: the quarantined one deferred, the other "
                  "delivered (checksum)");
@@ -164,7 +144,7 @@ static void receive_deferred(char *big, MPI_Datatype vec)
 
     rc = MPI_Recv(at(big, 9), MSG, MPI_BYTE, 1, T_RECV, MPI_COMM_WORLD, &st);
     FTW_Buffer_quarantined(at(big, 9), MSG, &flag);
-    tap_ok_local(class_of(rc) == FTW_ERR_PROC_FAIL_STOP && flag == 1,
+    tap_ok_local(q_class_of(rc) == FTW_ERR_PROC_FAIL_STOP && flag == 1,
                  "a bounced receive from the failed rank ends with "
                  "FTW_ERR_PROC_FAIL_STOP");
 }
@@ -217,7 +197,7 @@ int main(int argc, char **argv)
     MPI_Type_commit(&vec);
     rc = MPI_Recv(big, (int)BIG, MPI_BYTE, 1, 1, MPI_COMM_WORLD,
                   MPI_STATUS_IGNORE);
-    tap_ok_local(class_of(rc) == FTW_ERR_BUFFER_UNUSABLE,
+    tap_ok_local(q_class_of(rc) == FTW_ERR_BUFFER_UNUSABLE,
                  "receive cut in the middle returns FTW_ERR_BUFFER_UNUSABLE");
     receive_deferred(big, vec);
 
@@ -231,7 +211,7 @@ int main(int argc, char **argv)
                  "the range is released (%.2f s)", MPI_Wtime() - t0);
     tap_ok_local(delivered(big), "every deferred message is in its place "
                  "at the release (checksums)");
-    tap_ok_local(stable(big, BIG), "after the release the buffer no longer "
+    tap_ok_local(q_stable(big, BIG), "after the release the buffer no longer "
                  "changes");
 
     MPI_Send(&go, 1, MPI_INT, 2, T_GO, MPI_COMM_WORLD);

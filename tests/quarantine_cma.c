@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "ftwrap.h"
+#include "qcheck.h"
 #include "tap.h"
 
 #define BIG ((size_t)256 << 20)
@@ -34,31 +35,10 @@
 #define SEED_BIG 5
 #define SEED_SMALL 77
 
-static int class_of(int rc)
-{
-    int cls;
-
-    MPI_Error_class(rc, &cls);
-    return cls;
-}
-
-/* Checksum buf, drive MPI progress for 300 ms, checksum it again. */
-static int stable(const char *buf, size_t len)
-{
-    uint64_t before = tap_fnv1a(buf, len);
-    double t0 = MPI_Wtime();
-    int flag;
-
-    while (MPI_Wtime() - t0 < 0.3)
-        MPI_Iprobe(MPI_ANY_SOURCE, 99, MPI_COMM_SELF, &flag,
-                   MPI_STATUS_IGNORE);
-    return before == tap_fnv1a(buf, len);
-}
-
 /* Rank 0's checks of the outcome of the cut receive (rc). */
 static void check_outcome(char *big, int rc, double dt)
 {
-    int cls = class_of(rc), flag = -1, released = 0;
+    int cls = q_class_of(rc), flag = -1, released = 0;
 
     tap_diag("the receive ended with class %d after %.3f s", cls, dt);
     tap_ok_local(dt < 10, "it returned within 10 s");
@@ -75,7 +55,7 @@ static void check_outcome(char *big, int rc, double dt)
         FTW_Buffer_wait_release(big, (MPI_Aint)BIG, 10, &released);
     tap_ok_local(flag != 1 || released == 1,
                  "a quarantined range is released once the sender exited");
-    tap_ok_local(stable(big, BIG), "the buffer no longer changes");
+    tap_ok_local(q_stable(big, BIG), "the buffer no longer changes");
 }
 
 int main(int argc, char **argv)

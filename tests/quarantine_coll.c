@@ -18,18 +18,11 @@
 #include <unistd.h>
 
 #include "ftwrap.h"
+#include "qcheck.h"
 #include "tap.h"
 
 #define BIG ((size_t)256 << 20)
 #define SMALL 256
-
-static int class_of(int rc)
-{
-    int cls;
-
-    MPI_Error_class(rc, &cls);
-    return cls;
-}
 
 int main(int argc, char **argv)
 {
@@ -80,11 +73,11 @@ int main(int argc, char **argv)
     t0 = MPI_Wtime();
     rc = MPI_Bcast(big, (int)BIG, MPI_BYTE, 3, MPI_COMM_WORLD);
     dt = MPI_Wtime() - t0;
-    v[0] = class_of(rc) == FTW_ERR_PROC_FAIL_STOP && dt < 10;
+    v[0] = q_class_of(rc) == FTW_ERR_PROC_FAIL_STOP && dt < 10;
     FTW_Buffer_quarantined(big, (MPI_Aint)BIG, &v[1]);
     rc = MPI_Recv(big + BIG / 2, 16, MPI_BYTE, 0, 7, MPI_COMM_WORLD,
                   MPI_STATUS_IGNORE);
-    v[2] = class_of(rc) == FTW_ERR_BUFFER_UNUSABLE;
+    v[2] = q_class_of(rc) == FTW_ERR_BUFFER_UNUSABLE;
     rc = MPI_Recv(small, SMALL, MPI_BYTE, 0, 7, MPI_COMM_WORLD,
                   MPI_STATUS_IGNORE);
     v[3] = rc == MPI_SUCCESS && tap_check(small, SMALL, (uint64_t)rank);
