@@ -1,6 +1,8 @@
 /*
  * qcheck.h - helpers the quarantine tests share.
  *
+ *   q_start(...)        MPI_Init, MPI_ERRORS_RETURN on MPI_COMM_WORLD, the
+ *                       rank, every rank's pid, a buffer of len bytes
  *   q_class_of(rc)      the error class of rc
  *   q_stable(buf, len)  1 if buf's checksum is the same before and after
  *                       300 ms of MPI progress (nothing writes it late)
@@ -11,8 +13,33 @@
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "tap.h"
+
+/* The start every quarantine test shares; the job aborts if the buffer
+ * cannot be had.  pids[] has one entry per rank. */
+static inline char *q_start(int *argc, char ***argv, int *rank_p,
+                            int pids[], size_t len)
+{
+    int me;
+    char *buf;
+
+    MPI_Init(argc, argv);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank_p);
+    buf = malloc(len);
+    if (buf == NULL) {
+        fprintf(stderr, "rank %d: out of memory for %zu bytes\n", *rank_p,
+                len);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    me = getpid();
+    MPI_Allgather(&me, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);
+    return buf;
+}
 
 static inline int q_class_of(int rc)
 {

@@ -166,18 +166,13 @@ static int delivered(char *big)
 
 int main(int argc, char **argv)
 {
-    int rank, pids[3], me, rc, flag = -1, released = -1, go = 1;
+    int rank, pids[3], rc, flag = -1, released = -1, go = 1;
     char *big;
     MPI_Datatype vec;
     MPI_Request late;
     double t0;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    big = malloc(BIG);
-    me = getpid();
-    MPI_Allgather(&me, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);
+    big = q_start(&argc, &argv, &rank, pids, BIG);
     MPI_Barrier(MPI_COMM_WORLD);
 
     if (rank == 1) {

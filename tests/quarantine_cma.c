@@ -60,20 +60,11 @@ static void check_outcome(char *big, int rc, double dt)
 
 int main(int argc, char **argv)
 {
-    int rank, pids[3], me, rc;
+    int rank, pids[3], rc;
     char *big, small[SMALL];
     double t0;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    big = malloc(BIG);
-    if (big == NULL) {
-        fprintf(stderr, "quarantine_cma: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    me = getpid();
-    MPI_Allgather(&me, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);
+    big = q_start(&argc, &argv, &rank, pids, BIG);
     if (rank == 1)
         tap_fill(big, BIG, SEED_BIG);
     else if (rank == 2)

@@ -26,16 +26,11 @@
 
 int main(int argc, char **argv)
 {
-    int rank, pids[4], me, rc, verdict[2][4] = {{0}}, v[4];
+    int rank, pids[4], rc, verdict[2][4] = {{0}}, v[4];
     char *big, small[SMALL];
     double t0, dt;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    big = malloc(BIG);
-    me = getpid();
-    MPI_Allgather(&me, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);
+    big = q_start(&argc, &argv, &rank, pids, BIG);
     MPI_Barrier(MPI_COMM_WORLD);
 
     if (rank == 3) {
