@@ -58,6 +58,8 @@ static struct {
     _Atomic uint32_t **words;       /* [size], my slot in each, or NULL;
                                      * fixed while the sentinel runs */
     _Atomic uint8_t *gone;          /* [size], reported dead */
+    int *mapped;                    /* [nmapped], ranks with words[r] */
+    int nmapped;
     _Atomic uint32_t stop;          /* the sentinel's own wake word */
     pthread_t sentinel;
     int started;
@@ -224,8 +226,10 @@ void ftw_detect_peek(void)
 {
     if (!rob.started)
         return;
-    for (int r = 0; r < ftw_det.size; r++) {
-        if (rob.words[r] == NULL || atomic_load(&rob.gone[r]))
+    for (int i = 0; i < rob.nmapped; i++) {
+        int r = rob.mapped[i];
+
+        if (atomic_load(&rob.gone[r]))
             continue;
         if (atomic_load_explicit(rob.words[r], memory_order_relaxed) &
             FUTEX_OWNER_DIED)
@@ -241,10 +245,11 @@ static int robust_collect(struct futex_waitv *wv, int *ranks)
     wv[n] = (struct futex_waitv){ .val = 0, .uaddr = (uintptr_t)&rob.stop,
                                   .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG };
     ranks[n++] = -1;
-    for (int r = 0; r < ftw_det.size && n < FUTEX_WAITV_MAX; r++) {
+    for (int i = 0; i < rob.nmapped && n < FUTEX_WAITV_MAX; i++) {
+        int r = rob.mapped[i];
         uint32_t v;
 
-        if (!rob.words[r] || atomic_load(&rob.gone[r]))
+        if (atomic_load(&rob.gone[r]))
             continue;
         v = robust_expect(rob.words[r]);
         if (v == 0 && (atomic_load(rob.words[r]) & FUTEX_OWNER_DIED)) {
@@ -281,15 +286,15 @@ static void *robust_sentinel(void *arg)
 /* Map the pages of the peers watched by pidfd and start the sentinel. */
 ftw_status_t ftw_det_robust_start(void)
 {
-    sigset_t all, old;
-    int any = 0, rc;
-
     ftw_robust_slot_t *slots;
+    sigset_t all, old;
+    int rc;
 
     rob.words = calloc((size_t)ftw_det.size, sizeof(*rob.words));
     rob.pages = calloc((size_t)ftw_det.size, sizeof(*rob.pages));
     rob.gone = calloc((size_t)ftw_det.size, sizeof(*rob.gone));
-    if (!rob.words || !rob.pages || !rob.gone)
+    rob.mapped = calloc((size_t)ftw_det.size, sizeof(*rob.mapped));
+    if (!rob.words || !rob.pages || !rob.gone || !rob.mapped)
         return FTW_OK;
     for (int r = 0; r < ftw_det.size; r++) {
         if (ftw_det.pidfds[r] < 0 || ftw_det.peers[r].memfd < 0)
@@ -299,9 +304,9 @@ ftw_status_t ftw_det_robust_start(void)
             continue;
         slots = rob.pages[r];
         rob.words[r] = &slots[ftw_det.rank % robust_nslots()].word;
-        any = 1;
+        rob.mapped[rob.nmapped++] = r;
     }
-    if (!any)
+    if (rob.nmapped == 0)
         return FTW_OK;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -328,6 +333,9 @@ void ftw_det_robust_stop(void)
     free(rob.pages);
     free(rob.words);
     free((void *)rob.gone);
+    free(rob.mapped);
+    rob.mapped = NULL;
+    rob.nmapped = 0;
     rob.pages = NULL;
     rob.words = NULL;
     rob.gone = NULL;
