@@ -3,11 +3,14 @@
 #include "detect/detect_int.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +20,7 @@
 _Atomic uint32_t ftw_fail_epoch;
 _Atomic int ftw_noisy;
 _Atomic uint32_t ftw_det_bells;
+int ftw_idle_sleep;
 
 ftw_det_t ftw_det = {
     .pub_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -52,6 +56,9 @@ void ftw_det_publish(int rank, const char *why)
     atomic_store_explicit(&ftw_det.failed[rank], 1, memory_order_relaxed);
     atomic_store_explicit(&ftw_fail_epoch, n + 1, memory_order_release);
     pthread_mutex_unlock(&ftw_det.pub_lock);
+    if (ftw_idle_sleep)
+        syscall(SYS_futex, &ftw_fail_epoch, FUTEX_WAKE_PRIVATE, INT_MAX,
+                NULL, NULL, 0);
     ftw_info("rank %d failed (%s)", rank, why);
 }
 
@@ -183,6 +190,35 @@ static int det_multi_host(void)
     return 0;
 }
 
+/* Pause a waiting thread for at most FTW_IDLE_PAUSE_NS, or until a
+ * failure is published (ftw_det_publish wakes it). */
+#define FTW_IDLE_PAUSE_NS 50000
+
+void ftw_detect_pause(void)
+{
+    uint32_t e = atomic_load_explicit(&ftw_fail_epoch, memory_order_acquire);
+    struct timespec ts = { .tv_sec = 0, .tv_nsec = FTW_IDLE_PAUSE_NS };
+
+    syscall(SYS_futex, &ftw_fail_epoch, FUTEX_WAIT_PRIVATE, e, &ts, NULL, 0);
+}
+
+/* FTW_IDLE=auto sleeps when this host runs more ranks than it has CPUs:
+ * a spinning waiter there takes the CPU from the rank it waits for, and
+ * from a killed rank whose exit (what the detector sees) must run. */
+static void det_choose_idle(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int local = 0;
+
+    for (int r = 0; r < ftw_det.size; r++)
+        local += ftw_det.peers[r].host == ftw_det.peers[ftw_det.rank].host;
+    ftw_idle_sleep = ftw_cfg.idle == FTW_IDLE_SLEEP ||
+                     (ftw_cfg.idle == FTW_IDLE_AUTO && cpus > 0 &&
+                      local > cpus);
+    ftw_debug("waiting calls %s (%d ranks on this host, %ld CPUs)",
+              ftw_idle_sleep ? "sleep" : "spin", local, cpus);
+}
+
 /* Choose the mechanisms from FTW_DETECT and where the peers run; every
  * rank reaches the same heartbeat decision from the same exchange. */
 static void det_choose(void)
@@ -251,6 +287,7 @@ static ftw_status_t det_start(void)
     ftw_status_t status;
 
     det_choose();
+    det_choose_idle();
     ftw_det_sock_dests();
     status = det_open_fds();
     if (status != FTW_OK)

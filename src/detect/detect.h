@@ -37,6 +37,12 @@ extern _Atomic uint32_t ftw_fail_epoch;
  * for a detector thread to be scheduled.  Cheap: a load per local peer. */
 void ftw_detect_peek(void);
 
+/* Waiting calls sleep rather than spin once they have waited a while
+ * (FTW_IDLE; set at MPI_Init).  ftw_detect_pause() is one such sleep: at
+ * most 50 us, cut short when a failure is published. */
+extern int ftw_idle_sleep;
+void ftw_detect_pause(void);
+
 /* Reasons for the wrappers to leave their fast path (ftw_quiet in
  * ft/op.h): fault injection armed, traffic moved by a drain, agreements in
  * flight, a revoke bell heard.  Read with one relaxed load. */

@@ -360,6 +360,20 @@ int ftw_poll_changed(ftw_poll_t *p)
 }
 
 #define FTW_SPINS_BEFORE_YIELD 20000
+#define FTW_SPINS_BEFORE_SLEEP 2000
+
+/* Waiting long: give the core to the processes this one waits for (jobs
+ * often have more ranks than cores).  Spinning, now and then, so a waiter
+ * that has the core to itself loses little; or sleeping (FTW_IDLE). */
+static inline void poll_backoff(unsigned spins)
+{
+    if (ftw_idle_sleep) {
+        if (spins > FTW_SPINS_BEFORE_SLEEP)
+            ftw_detect_pause();
+    } else if (spins > FTW_SPINS_BEFORE_YIELD && (spins & 15) == 0) {
+        sched_yield();
+    }
+}
 
 void ftw_poll_idle(ftw_poll_t *p)
 {
@@ -376,11 +390,7 @@ void ftw_poll_idle(ftw_poll_t *p)
         ftw_rndv_progress_recvs();
         ftw_rndv_progress();
     }
-    /* Waiting long: give the core to the processes this one waits for
-     * (jobs often have more ranks than cores), now and then, so a waiter
-     * that has the core to itself loses little. */
-    if (p->spins > FTW_SPINS_BEFORE_YIELD && (p->spins & 15) == 0)
-        sched_yield();
+    poll_backoff(p->spins);
 }
 
 /* The peer of a receive failed: take the request back from the MPI.  A
@@ -665,8 +675,7 @@ int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
             break;
         if ((++spins & 255) == 0)
             ftw_detect_peek();
-        if (spins > FTW_SPINS_BEFORE_YIELD && (spins & 15) == 0)
-            sched_yield();
+        poll_backoff(spins);
     }
     /* Posted while quiet: no drain had moved anything (drain_seq 0), and
      * every failure now known is new to this receive (epoch0 0). */

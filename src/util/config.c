@@ -19,6 +19,7 @@ static const char *const detect_names[] = { "auto", "pidfd", "heartbeat",
                                             "off", NULL };
 static const char *const ulfm_names[] = { "auto", "on", "off", NULL };
 static const char *const quarantine_names[] = { "error", "bounce", NULL };
+static const char *const idle_names[] = { "auto", "spin", "sleep", NULL };
 
 #define FTW_CFG_FIELD(f) offsetof(ftw_config_t, f)
 
@@ -84,6 +85,13 @@ static const ftw_cfg_row_t cfg_table[] = {
       "FTW_ERR_BUFFER_UNUSABLE) or bounce (lands in a private buffer, "
       "copied into the range once nothing else can write it).",
       FTW_CFG_ENUM, FTW_CFG_FIELD(quarantine), quarantine_names },
+    { "FTW_IDLE", "auto",
+      "How a call that waits long (about 0.1 ms without progress) waits: "
+      "spin (poll, yielding now and then), sleep (poll every 50 us, woken "
+      "at once by a failure), auto (sleep when this host runs more ranks "
+      "than it has CPUs, so the ranks waited for, and a killed rank's exit, "
+      "get a CPU at once).",
+      FTW_CFG_ENUM, FTW_CFG_FIELD(idle), idle_names },
     { "FTW_QUARANTINE_SETTLE", "256",
       "A range quarantined by a receive from one process on this host is "
       "released once that process has exited and this process has made "

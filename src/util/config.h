@@ -38,7 +38,15 @@ typedef struct {
     size_t rndv_chunk;      /* FTW_RNDV_CHUNK, bytes */
     int quarantine;         /* FTW_QUARANTINE: ftw_quarantine_mode_t */
     int quarantine_settle;  /* FTW_QUARANTINE_SETTLE, progress passes */
+    int idle;               /* FTW_IDLE: ftw_idle_mode_t */
 } ftw_config_t;
+
+/* FTW_IDLE values, in the order of the table's names. */
+typedef enum {
+    FTW_IDLE_AUTO,          /* sleep when the host is oversubscribed */
+    FTW_IDLE_SPIN,
+    FTW_IDLE_SLEEP,
+} ftw_idle_mode_t;
 
 /* FTW_ULFM values, in the order of the table's names. */
 typedef enum {
