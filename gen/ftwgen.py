@@ -627,9 +627,9 @@ def body_recv(f):
                 "        MPI_Request req;\n"
                 "        int rc = %s(%s, &req);\n\n"
                 "        return rc != MPI_SUCCESS ? rc : ftw_recv_fast(&req, "
-                "%s, %s, %s, \"%s\", %s, %s, %s);\n    }\n"
+                "%s, %s, %s, %s, \"%s\", %s, %s, %s);\n    }\n"
                 % (nonblocking_of(base, sfx), ", ".join(n[:6]), n[6], n[5],
-                   n[3], f.name, n[0], n[1], n[2]))
+                   n[3], n[4], f.name, n[0], n[1], n[2]))
         return ("    ftw_op_t op;\n\n" + rndv + fast +
                 op_begin(f, n[5], n[3], "FTW_OP_RECV") +
                 set_buf(n[0], n[1], n[2]) + BOUNCE_ON

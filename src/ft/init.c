@@ -95,6 +95,7 @@ int ftw_init_after(int rc)
         ftw_error("the failure detector could not start: failures of "
                   "other processes will not be noticed (see the messages "
                   "above)");
+    ftw_fast_wait_init();
 
     if (ftw_rndv_init() != FTW_OK)
         ftw_error("the rendezvous could not start: large messages go "
@@ -120,6 +121,7 @@ int ftw_finalize(void)
         ftw_stats_print(stdout, world_rank);
     ftw_active = 0;
     ftw_rndv_fini();
+    ftw_fast_wait_fini();
     rc = ftw_finalize_run(ctl_comm, world_rank);
     ftw_detect_fini();
     ftw_comm_table_clear();

@@ -1,6 +1,8 @@
 /* Point-to-point operations that never hang on a failed peer. */
 #include "ft/op.h"
 
+#include <dlfcn.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -656,29 +658,103 @@ static int wait_one(const ftw_reqinfo_t *info, MPI_Request *req,
     return ftw_req_wait(info, req, status, 1);
 }
 
-int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
-                  int source, const char *name, void *buf, MPI_Count count,
-                  MPI_Datatype dt)
+#if defined(OPEN_MPI)
+/* Open MPI's PMPI_Wait loops over opal_progress(), which calls every
+ * registered progress callback on each pass: cheaper than a PMPI_Test per
+ * pass, and the gap to the MPI's own blocking receive.  The callback
+ * watches the receive this thread waits for; when the fast path must be
+ * left (a failure published, ftw_noisy) it cancels it, which ends the
+ * wait, and ftw_recv_fast posts the receive again, watched.  A receive
+ * that matched before the cancel completes as usual. */
+typedef int (*fast_wait_cb_t)(void);
+typedef int (*fast_wait_reg_t)(fast_wait_cb_t);
+
+static FTW_TLS MPI_Request *fast_wait_req;
+static FTW_TLS unsigned fast_wait_spins;
+static FTW_TLS int fast_wait_cut;
+static int fast_wait_on;
+
+static int fast_wait_progress(void)
 {
-    unsigned spins = 0;
+    MPI_Request *req = fast_wait_req;
+
+    if (ftw_likely(req == NULL))
+        return 0;
+    if (ftw_likely(ftw_quiet())) {
+        if ((++fast_wait_spins & 255) == 0)
+            ftw_detect_peek();
+        poll_backoff(fast_wait_spins);
+        return 0;
+    }
+    fast_wait_req = NULL;
+    fast_wait_cut = 1;
+    PMPI_Cancel(req);
+    return 0;
+}
+
+void ftw_fast_wait_init(void)
+{
+    fast_wait_reg_t reg = (fast_wait_reg_t)dlsym(RTLD_DEFAULT,
+                                                 "opal_progress_register");
+
+    fast_wait_on = reg != NULL && reg(fast_wait_progress) == 0;
+    ftw_debug("fast-path receives wait in %s", fast_wait_on ?
+              "PMPI_Wait (progress callback)" : "a PMPI_Test loop");
+}
+
+void ftw_fast_wait_fini(void)
+{
+    fast_wait_reg_t unreg = (fast_wait_reg_t)dlsym(RTLD_DEFAULT,
+                                                   "opal_progress_unregister");
+
+    if (fast_wait_on && unreg != NULL)
+        unreg(fast_wait_progress);
+    fast_wait_on = 0;
+}
+
+/* PMPI_Wait on a fast-path receive: 1 if it ended (rc), 0 if the
+ * callback took it back (posted again in *req, or rc on failure). */
+static int fast_wait(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
+                     int source, int tag, void *buf, MPI_Count count,
+                     MPI_Datatype dt, int *rc_p)
+{
+    MPI_Status local;
+    int cancelled = 0;
+
+    if (status == MPI_STATUS_IGNORE)
+        status = &local;
+    fast_wait_spins = 0;
+    fast_wait_cut = 0;
+    fast_wait_req = req;
+    *rc_p = PMPI_Wait(req, status);
+    fast_wait_req = NULL;
+    if (ftw_likely(!fast_wait_cut) || *rc_p != MPI_SUCCESS)
+        return 1;
+    PMPI_Test_cancelled(status, &cancelled);
+    if (!cancelled)
+        return 1;
+    *rc_p = PMPI_Irecv(buf, (int)count, dt, source, tag, comm, req);
+    return *rc_p != MPI_SUCCESS;
+}
+#else
+void ftw_fast_wait_init(void)
+{
+}
+
+void ftw_fast_wait_fini(void)
+{
+}
+#endif
+
+/* A fast-path receive that must be watched from now on: posted while
+ * quiet, so no drain had moved anything (drain_seq 0), and every failure
+ * now known is new to it (epoch0 0). */
+static int recv_watched(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
+                        int source, const char *name, void *buf,
+                        MPI_Count count, MPI_Datatype dt)
+{
     ftw_op_t op;
 
-    for (;;) {
-        int flag = 0, rc = PMPI_Test(req, &flag, status);
-
-        if (ftw_likely(flag) || rc != MPI_SUCCESS) {
-            if (source == MPI_PROC_NULL && rc == MPI_SUCCESS)
-                break;      /* the status fix-up below */
-            return rc;
-        }
-        if (ftw_unlikely(!ftw_quiet()))
-            break;
-        if ((++spins & 255) == 0)
-            ftw_detect_peek();
-        poll_backoff(spins);
-    }
-    /* Posted while quiet: no drain had moved anything (drain_seq 0), and
-     * every failure now known is new to this receive (epoch0 0). */
     op.name = name;
     op.info = (ftw_reqinfo_t){ .comm = comm, .peer = source,
                                .peer2 = FTW_NO_PEER, .kind = FTW_OP_RECV,
@@ -692,6 +768,42 @@ int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
     op.tmp = NULL;
     op.bounceable = 0;
     return ftw_op_wait(&op, MPI_SUCCESS, status);
+}
+
+int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
+                  int source, int tag, const char *name, void *buf,
+                  MPI_Count count, MPI_Datatype dt)
+{
+    unsigned spins = 0;
+
+#if defined(OPEN_MPI)
+    /* A wildcard receive keeps the test loop: taken back and posted again
+     * it would be a new one, refused once a failure is known. */
+    if (fast_wait_on && source >= 0 && count <= INT_MAX) {
+        int rc;
+
+        if (fast_wait(req, status, comm, source, tag, buf, count, dt, &rc))
+            return rc;
+        return recv_watched(req, status, comm, source, name, buf, count, dt);
+    }
+#else
+    (void)tag;
+#endif
+    for (;;) {
+        int flag = 0, rc = PMPI_Test(req, &flag, status);
+
+        if (ftw_likely(flag) || rc != MPI_SUCCESS) {
+            if (source == MPI_PROC_NULL && rc == MPI_SUCCESS)
+                break;      /* the status fix-up in ftw_op_wait */
+            return rc;
+        }
+        if (ftw_unlikely(!ftw_quiet()))
+            break;
+        if ((++spins & 255) == 0)
+            ftw_detect_peek();
+        poll_backoff(spins);
+    }
+    return recv_watched(req, status, comm, source, name, buf, count, dt);
 }
 
 /* A send-receive: both requests, each watched against its own peer. */

@@ -55,7 +55,8 @@ void ftw_op_begin_msg(ftw_op_t *op, const char *name, MPI_Message message);
  * While no failure is known and nothing else needs watching, a blocking
  * send small enough to go eagerly is the MPI's own call, and a blocking
  * receive is PMPI_Irecv plus a tight test loop (ftw_recv_fast) that hands
- * over to the watched wait the moment a failure is published. */
+ * over to the watched wait the moment a failure is published; on Open MPI,
+ * PMPI_Irecv plus PMPI_Wait, watched from a progress callback. */
 
 /* Reasons to leave the fast path besides failures: ftw_noisy (see
  * detect/detect.h). */
@@ -85,8 +86,13 @@ static inline int ftw_send_eager(MPI_Count count, MPI_Datatype dt)
 
 /* The rest of a fast-path blocking receive after its PMPI_Irecv. */
 int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
-                  int source, const char *name, void *buf, MPI_Count count,
-                  MPI_Datatype dt);
+                  int source, int tag, const char *name, void *buf,
+                  MPI_Count count, MPI_Datatype dt);
+
+/* Open MPI: hook the fast-path receive's watch into the MPI's progress
+ * loop (see ftw_recv_fast); without the hook the test loop is used. */
+void ftw_fast_wait_init(void);
+void ftw_fast_wait_fini(void);
 
 /* A receive's buffer (for the quarantine). */
 static inline void ftw_op_set_buf(ftw_op_t *op, void *buf, MPI_Count count,
