@@ -72,7 +72,8 @@ RULES = [
     (r"MPI_(Start|Startall)", "start", {CORE}),
     (r"MPI_Request_free", "request", {CORE}),
     (r"MPI_Request_get_status", "request", {CORE}),
-    (r"MPI_(Cancel|Test_cancelled)", "request", set()),
+    (r"MPI_Cancel", "request", {CORE}),
+    (r"MPI_Test_cancelled", "request", set()),
     (r"MPIX?_(Grequest_start|Grequest_complete|Grequest_class_create|"
      r"Grequest_class_allocate)", "request", set()),
 

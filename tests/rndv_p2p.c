@@ -21,7 +21,13 @@
  *    with MPI_Waitall, and again with MPI_Testall / MPI_Waitsome loops;
  *  - MPI_Ssend and MPI_Issend of 1 MiB + 3 deliver;
  *  - a persistent receive (MPI_Recv_init, MPI_Start x3) gets three
- *    rendezvous messages.
+ *    rendezvous messages;
+ *  - an MPI_Irecv of a rendezvous message freed at once (MPI_Request_free)
+ *    still gets it: the sender's MPI_Send returns, and the data is there
+ *    when the sender's later message says so;
+ *  - MPI_Cancel of an MPI_Isend of a rendezvous message: either the send
+ *    is cancelled and nothing arrives, or it is not and the message
+ *    arrives intact (MPI lets a cancel fail); never both or neither.
  */
 #include "tap.h"
 
@@ -286,6 +292,72 @@ static int test_persistent(void)
     return ok;
 }
 
+/* A receive freed while active still gets its message. */
+static int test_free_active(void)
+{
+    const size_t len = 700001;
+    MPI_Request req;
+    int ok = 1, done = 0;
+
+    if (rank == 0) {
+        tap_fill(sbuf, len, seed_of(11, 0, 0));
+        ok &= ok_rc(MPI_Send(sbuf, (int)len, MPI_BYTE, 1, 70,
+                             MPI_COMM_WORLD), "MPI_Send");
+        /* Sent: the receiver has pulled the data. */
+        ok &= ok_rc(MPI_Send(&ok, 1, MPI_INT, 1, 71, MPI_COMM_WORLD),
+                    "MPI_Send");
+        return ok;
+    }
+    ok &= ok_rc(MPI_Irecv(rbuf, (int)len, MPI_BYTE, 0, 70, MPI_COMM_WORLD,
+                          &req), "MPI_Irecv");
+    ok &= ok_rc(MPI_Request_free(&req), "MPI_Request_free");
+    ok &= req == MPI_REQUEST_NULL;
+    ok &= ok_rc(MPI_Recv(&done, 1, MPI_INT, 0, 71, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE), "MPI_Recv");
+    return ok && done && tap_check(rbuf, len, seed_of(11, 0, 0));
+}
+
+/* Cancel of a large send: all or nothing.  The receiver posts its
+ * receive once the cancel was tried, and learns the outcome after. */
+static int test_cancel_send(void)
+{
+    const size_t len = 300007;
+    MPI_Request req;
+    MPI_Status st;
+    int ok = 1, cancelled = 0, flag = 0;
+
+    if (rank == 0) {
+        tap_fill(sbuf, len, seed_of(12, 0, 0));
+        ok &= ok_rc(MPI_Isend(sbuf, (int)len, MPI_BYTE, 1, 80,
+                              MPI_COMM_WORLD, &req), "MPI_Isend");
+        ok &= ok_rc(MPI_Cancel(&req), "MPI_Cancel");
+        ok &= ok_rc(MPI_Send(&ok, 1, MPI_INT, 1, 81, MPI_COMM_WORLD),
+                    "MPI_Send");
+        ok &= ok_rc(MPI_Wait(&req, &st), "MPI_Wait");
+        MPI_Test_cancelled(&st, &cancelled);
+        ok &= ok_rc(MPI_Send(&cancelled, 1, MPI_INT, 1, 82, MPI_COMM_WORLD),
+                    "MPI_Send");
+        return ok;
+    }
+    ok &= ok_rc(MPI_Recv(&flag, 1, MPI_INT, 0, 81, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE), "MPI_Recv");
+    memset(rbuf, 0, len);
+    ok &= ok_rc(MPI_Irecv(rbuf, (int)len, MPI_BYTE, 0, 80, MPI_COMM_WORLD,
+                          &req), "MPI_Irecv");
+    ok &= ok_rc(MPI_Recv(&cancelled, 1, MPI_INT, 0, 82, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE), "MPI_Recv");
+    if (cancelled) {
+        ok &= ok_rc(MPI_Cancel(&req), "MPI_Cancel");
+        ok &= ok_rc(MPI_Wait(&req, &st), "MPI_Wait");
+        MPI_Test_cancelled(&st, &flag);
+        if (!flag)
+            tap_diag("the send was cancelled, yet a receive matched it");
+        return ok && flag;
+    }
+    ok &= ok_rc(MPI_Wait(&req, &st), "MPI_Wait");
+    return ok && tap_check(rbuf, len, seed_of(12, 0, 0));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -296,7 +368,7 @@ int main(int argc, char **argv)
     rbuf = malloc(BIG + GUARD);
     if (sbuf == NULL || rbuf == NULL)
         MPI_Abort(MPI_COMM_WORLD, 2);
-    tap_plan(9);
+    tap_plan(11);
     tap_ok(test_sizes(), "Send/Recv 1 B .. 64 MiB both ways: data, "
            "count, elements, guard bytes");
     tap_ok(test_order(), "eager and rendezvous on one tag, wildcard "
@@ -309,6 +381,10 @@ int main(int argc, char **argv)
     tap_ok(test_many(2), "64 outstanding each way, MPI_Waitsome loop");
     tap_ok(test_ssend(), "MPI_Ssend and MPI_Issend of 1 MiB + 3");
     tap_ok(test_persistent(), "persistent receive started three times");
+    tap_ok(test_free_active(), "a receive freed while active gets its "
+           "message");
+    tap_ok(test_cancel_send(), "cancel of a large send: cancelled and "
+           "absent, or delivered intact");
     free(sbuf);
     free(rbuf);
     MPI_Finalize();

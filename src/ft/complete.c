@@ -649,12 +649,31 @@ static int free_rndv(MPI_Request *req)
 
     if (e == NULL || !e->info.rndv || e->info.persistent)
         return 0;
+    if (ftw_rndv_orphan(*req, &e->info)) {
+        ftw_req_del(*req);
+        *req = MPI_REQUEST_NULL;
+        return 1;
+    }
     owned = e->info.owned;
     e->info.owned = NULL;
     ftw_req_del(*req);
     ftw_rndv_loose_add(*req, owned);
     *req = MPI_REQUEST_NULL;
     return 1;
+}
+
+/* A rendezvous send's request is its FIN receive: cancelling that would
+ * leave the receiver pulling from a buffer handed back, so the cancel
+ * fails, as MPI allows (the send completes when the receiver is done). */
+int ftw_cancel(MPI_Request *req)
+{
+    ftw_req_t *e;
+
+    ftw_wrap_check();
+    if (ftw_rndv_min != 0 && req != NULL &&
+        (e = ftw_req_find(*req)) != NULL && (e->info.rndv & FTW_RNDV_SEND))
+        return MPI_SUCCESS;
+    return PMPI_Cancel(req);
 }
 
 int ftw_request_free(MPI_Request *req)

@@ -18,6 +18,7 @@ int ftw_testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
 int ftw_start(MPI_Request *req);
 int ftw_startall(int n, MPI_Request reqs[]);
 int ftw_request_free(MPI_Request *req);
+int ftw_cancel(MPI_Request *req);
 int ftw_request_get_status(MPI_Request req, int *flag, MPI_Status *status);
 
 #endif

@@ -398,10 +398,70 @@ static void early_one(ftw_req_t *e, void *arg)
     rs->finished = 1;
 }
 
+/* Receives freed while active (ftw_rndv_orphan). */
+typedef struct orphan {
+    struct orphan *next;
+    MPI_Request req;
+    ftw_reqinfo_t info;
+} orphan_t;
+
+static orphan_t *orphans;
+
+int ftw_rndv_orphan(MPI_Request req, ftw_reqinfo_t *info)
+{
+    rstate_t *rs = info->owned;
+    orphan_t *o;
+
+    if (!(info->rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) || rs == NULL ||
+        !rs->active || rs->finished)
+        return 0;
+    o = malloc(sizeof(*o));
+    if (o == NULL)
+        return 0;
+    o->req = req;
+    o->info = *info;
+    info->owned = NULL;
+    o->next = orphans;
+    orphans = o;
+    return 1;
+}
+
+/* Finish the orphans whose message came; drop those whose sender
+ * failed (nothing to tell it) once the MPI lets go of them. */
+static void orphans_progress(void)
+{
+    orphan_t **pp = &orphans;
+
+    while (*pp != NULL) {
+        orphan_t *o = *pp;
+        MPI_Status st;
+        int flag = 0;
+
+        if (PMPI_Test(&o->req, &flag, &st) != MPI_SUCCESS || flag) {
+            if (flag)
+                recv_finish(&o->info, &st);
+            *pp = o->next;
+            free(o->info.owned);
+            free(o);
+            continue;
+        }
+        if (ftw_req_doomed(&o->info)) {
+            *pp = o->next;
+            PMPI_Cancel(&o->req);
+            ftw_rndv_loose_add(o->req, o->info.owned);
+            free(o);
+            continue;
+        }
+        pp = &o->next;
+    }
+}
+
 void ftw_rndv_progress_recvs(void)
 {
     if (ftw_req_count > 0)
         ftw_req_foreach(early_one, NULL);
+    if (orphans != NULL)
+        orphans_progress();
 }
 
 void ftw_rndv_started(MPI_Request req)

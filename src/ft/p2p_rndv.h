@@ -62,6 +62,11 @@ void ftw_rndv_progress_recvs(void);
  * receive finished early in st (the request stays). */
 void ftw_rndv_peek(MPI_Request req, MPI_Status *st);
 
+/* MPI_Request_free of an active receive that may get an RTS: keep
+ * finishing it (pull, FIN) when its message comes, from progress; takes
+ * info's owned memory.  0 if req is no such receive. */
+int ftw_rndv_orphan(MPI_Request req, ftw_reqinfo_t *info);
+
 /* A persistent request was started (MPI_Start). */
 void ftw_rndv_started(MPI_Request req);
 
