@@ -645,13 +645,23 @@ def body_recv(f):
                                    rbuf=(n[0], n[1], n[2]))[len(head):]
 
 
+def stash_divert(f, fn, names):
+    """While probes hold messages in the stash (rendezvous on), a
+    send-receive goes through ftwrap's own receive, which looks there."""
+    if base_and_suffix(f)[1]:
+        return ""
+    return ("    if (ftw_unlikely(ftw_rndv_min != 0) && ftw_rndv_stashed())\n"
+            "        return %s(%s);\n" % (fn, ", ".join(names)))
+
+
 def body_sendrecv(f):
     base, sfx = base_and_suffix(f)
     isend, irecv = "PMPI_Isend" + sfx, "PMPI_Irecv" + sfx
     if base == "Sendrecv":
         n = shape(f, P2P[:5] + P2P[:5] + [COMM, ST])
         return ("    ftw_op_t op;\n    int rc;\n\n"
-                + op_begin(f, n[10], n[8], "FTW_OP_RECV") +
+                + stash_divert(f, "ftw_rndv_sendrecv", n) +
+                op_begin(f, n[10], n[8], "FTW_OP_RECV") +
                 set_buf(n[5], n[6], n[7]) + BOUNCE_ON +
                 "    ftw_op_set_peer2(&op, %s);\n" % n[3] + refused(n[11]) +
                 "    rc = %s(%s, &op.req);\n"
@@ -664,7 +674,8 @@ def body_sendrecv(f):
         n = shape(f, [None, None, DT, "int", "int", "int", "int", COMM, ST])
         buf, cnt, dt = n[0], n[1], n[2]
         return ("    ftw_op_t op;\n    const void *copy;\n    int rc;\n\n"
-                + op_begin(f, n[7], n[5], "FTW_OP_RECV") +
+                + stash_divert(f, "ftw_rndv_sendrecv_replace", n) +
+                op_begin(f, n[7], n[5], "FTW_OP_RECV") +
                 set_buf(n[0], n[1], n[2]) +
                 "    ftw_op_set_peer2(&op, %s);\n" % n[3] + refused(n[8]) +
                 "    copy = ftw_op_copy_span(&op, %s, %s, %s);\n"

@@ -10,6 +10,8 @@
  *    3 MiB; probe and receive statuses agree on source, tag and count;
  *  - MPI_Mprobe + MPI_Mrecv and MPI_Improbe + MPI_Imrecv + MPI_Wait, the
  *    same sizes;
+ *  - MPI_Probe, then a persistent receive (MPI_Recv_init, MPI_Start,
+ *    MPI_Wait), an MPI_Sendrecv or an MPI_Sendrecv_replace: the same;
  *  - order: after a wildcard probe saw a 1 MiB message, four wildcard
  *    MPI_Irecv get it and the three sent after it in send order;
  *  - per tag: probes for tag 8 then tag 5 (both rendezvous), then
@@ -72,7 +74,9 @@ static int check_msg(const MPI_Status *st, const void *buf, int test, int i,
     return 1;
 }
 
-/* method 0: Probe, 1: Iprobe loop, 2: Mprobe, 3: Improbe loop. */
+/* method 0: Probe, 1: Iprobe loop, 2: Mprobe, 3: Improbe loop; then the
+ * matching receive.  4, 5, 6: Probe, then a persistent receive, an
+ * MPI_Sendrecv, an MPI_Sendrecv_replace (each sending to MPI_PROC_NULL). */
 static int probe_recv(int method)
 {
     int tag[NSZ], ok = 1;
@@ -88,7 +92,7 @@ static int probe_recv(int method)
         int flag = 0, count = -1;
         unsigned char *buf;
 
-        if (method == 0)
+        if (method == 0 || method >= 4)
             MPI_Probe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &pst);
         while (method == 1 && !flag)
             MPI_Iprobe(MPI_ANY_SOURCE, tag[i], MPI_COMM_WORLD, &flag, &pst);
@@ -104,13 +108,27 @@ static int probe_recv(int method)
             count = (int)sizes[i];
         }
         buf = malloc((size_t)count);
-        if (method < 2)
+        if (method < 2) {
             MPI_Recv(buf, count, MPI_BYTE, pst.MPI_SOURCE, pst.MPI_TAG,
                      MPI_COMM_WORLD, &rst);
-        else if (method == 2)
+        } else if (method == 2) {
             MPI_Mrecv(buf, count, MPI_BYTE, &msg, &rst);
-        else if (MPI_Imrecv(buf, count, MPI_BYTE, &msg, &req) == MPI_SUCCESS)
-            MPI_Wait(&req, &rst);
+        } else if (method == 3) {
+            if (MPI_Imrecv(buf, count, MPI_BYTE, &msg, &req) == MPI_SUCCESS)
+                MPI_Wait(&req, &rst);
+        } else if (method == 4) {
+            if (MPI_Recv_init(buf, count, MPI_BYTE, 0, pst.MPI_TAG,
+                              MPI_COMM_WORLD, &req) == MPI_SUCCESS &&
+                MPI_Start(&req) == MPI_SUCCESS)
+                MPI_Wait(&req, &rst);
+            MPI_Request_free(&req);
+        } else if (method == 5) {
+            MPI_Sendrecv(&ok, 1, MPI_INT, MPI_PROC_NULL, 0, buf, count,
+                         MPI_BYTE, 0, pst.MPI_TAG, MPI_COMM_WORLD, &rst);
+        } else {
+            MPI_Sendrecv_replace(buf, count, MPI_BYTE, MPI_PROC_NULL, 0, 0,
+                                 pst.MPI_TAG, MPI_COMM_WORLD, &rst);
+        }
         ok &= check_msg(&rst, buf, method, i, sizes[i], tag[i]);
         free(buf);
     }
@@ -215,11 +233,14 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    tap_plan(8);
+    tap_plan(11);
     tap_ok(probe_recv(0), "MPI_Probe then MPI_Recv of the probed size");
     tap_ok(probe_recv(1), "MPI_Iprobe loop then MPI_Recv");
     tap_ok(probe_recv(2), "MPI_Mprobe then MPI_Mrecv");
     tap_ok(probe_recv(3), "MPI_Improbe loop then MPI_Imrecv");
+    tap_ok(probe_recv(4), "MPI_Probe then a persistent receive");
+    tap_ok(probe_recv(5), "MPI_Probe then MPI_Sendrecv");
+    tap_ok(probe_recv(6), "MPI_Probe then MPI_Sendrecv_replace");
     tap_ok(wildcard_order(), "a probed message and later ones: wildcard "
            "receives in send order");
     tap_ok(per_tag(), "probed messages of two tags received by tag");

@@ -603,23 +603,41 @@ int ftw_start(MPI_Request *req)
 
     ftw_wrap_check();
     rc = start_refused(*req, "MPI_Start");
-    if (rc == MPI_SUCCESS && ftw_rndv_min != 0)
-        ftw_rndv_started(*req);
+    if (rc == MPI_SUCCESS && ftw_rndv_min != 0 && ftw_rndv_started(*req))
+        return MPI_SUCCESS;
     return rc != MPI_SUCCESS ? rc : PMPI_Start(req);
 }
 
 int ftw_startall(int n, MPI_Request reqs[])
 {
+    int taken = 0;
+
     ftw_wrap_check();
     for (int i = 0; i < n; i++) {
         int rc = start_refused(reqs[i], "MPI_Startall");
 
         if (rc != MPI_SUCCESS)
             return rc;
-        if (ftw_rndv_min != 0)
-            ftw_rndv_started(reqs[i]);
     }
-    return PMPI_Startall(n, reqs);
+    if (ftw_rndv_min == 0)
+        return PMPI_Startall(n, reqs);
+    /* Receives served from the probes' stash stay inactive: start the
+     * others one by one. */
+    for (int i = 0; i < n; i++)
+        taken += ftw_rndv_started(reqs[i]);
+    if (taken == 0)
+        return PMPI_Startall(n, reqs);
+    for (int i = 0; i < n; i++) {
+        ftw_req_t *e = ftw_req_find(reqs[i]);
+        int rc;
+
+        if (e != NULL && ftw_rndv_start_taken(&e->info))
+            continue;
+        rc = PMPI_Start(&reqs[i]);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    return MPI_SUCCESS;
 }
 
 int ftw_request_get_status(MPI_Request req, int *flag, MPI_Status *status)

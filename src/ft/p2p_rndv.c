@@ -20,6 +20,7 @@ typedef struct {
     int32_t code;
     int32_t replay;         /* FTW_RNDV_REPLAY: source and tag to report */
     int32_t rsrc, rtag;
+    int32_t tag;            /* a persistent receive's tag */
     MPI_Count got;          /* bytes the status reports */
     char scratch[FTW_RTS_SIZE];
 } rstate_t;
@@ -184,6 +185,8 @@ int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
         rc = recv_stashed(&op, &tag);
     if (rc == MPI_SUCCESS)
         rc = recv_prepare(&op, count, dt, persistent);
+    if (rc == MPI_SUCCESS && op.info.owned != NULL)
+        ((rstate_t *)op.info.owned)->tag = tag;
     if (rc == MPI_SUCCESS)
         rc = recv_post(&op, buf, count, dt, tag, persistent,
                        request != NULL ? request : &op.req);
@@ -197,6 +200,60 @@ int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
     rc = ftw_op_wait(&op, rc, status);
     if (rc != FTW_ERR_BUFFER_UNUSABLE)
         free(op.info.owned);
+    return rc;
+}
+
+/* The receive posted (ftwrap's, stash first), then the send: wait for
+ * both; the receive's outcome first, as MPI_Sendrecv reports it. */
+static int sendrecv_run(const void *sbuf, int scount, MPI_Datatype sdt,
+                        int dest, int stag, void *rbuf, int rcount,
+                        MPI_Datatype rdt, int source, int rtag, MPI_Comm comm,
+                        MPI_Status *status, const char *name)
+{
+    MPI_Request r, s;
+    int rc, rc_s;
+
+    rc = ftw_rndv_recv_op(rbuf, rcount, rdt, source, rtag, comm, name, 0,
+                          &r, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc_s = MPI_Isend(sbuf, scount, sdt, dest, stag, comm, &s);
+    rc = MPI_Wait(&r, status);
+    if (rc_s == MPI_SUCCESS)
+        rc_s = MPI_Wait(&s, MPI_STATUS_IGNORE);
+    return rc != MPI_SUCCESS ? rc : rc_s;
+}
+
+int ftw_rndv_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt,
+                      int dest, int stag, void *rbuf, int rcount,
+                      MPI_Datatype rdt, int source, int rtag, MPI_Comm comm,
+                      MPI_Status *status)
+{
+    return sendrecv_run(sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt,
+                        source, rtag, comm, status, "MPI_Sendrecv");
+}
+
+int ftw_rndv_sendrecv_replace(void *buf, int count, MPI_Datatype dt,
+                              int dest, int stag, int source, int rtag,
+                              MPI_Comm comm, MPI_Status *status)
+{
+    int size = 0, pos = 0, rc;
+    void *copy;
+
+    /* The send's data, packed before the receive may overwrite it. */
+    rc = PMPI_Pack_size(count, dt, comm, &size);
+    if (rc != MPI_SUCCESS)
+        return ftw_raise(comm, rc, "MPI_Sendrecv_replace", -1);
+    copy = malloc(size > 0 ? (size_t)size : 1);
+    if (copy == NULL)
+        return ftw_raise(comm, MPI_ERR_NO_MEM, "MPI_Sendrecv_replace", -1);
+    rc = PMPI_Pack(buf, count, dt, copy, size, &pos, comm);
+    if (rc == MPI_SUCCESS)
+        rc = sendrecv_run(copy, pos, MPI_PACKED, dest, stag, buf, count, dt,
+                          source, rtag, comm, status, "MPI_Sendrecv_replace");
+    else
+        rc = ftw_raise(comm, rc, "MPI_Sendrecv_replace", -1);
+    free(copy);
     return rc;
 }
 
@@ -464,13 +521,75 @@ void ftw_rndv_progress_recvs(void)
         orphans_progress();
 }
 
-void ftw_rndv_started(MPI_Request req)
+/* A persistent receive started while a probe's stash holds its message:
+ * receive the stashed message now, keeping the outcome as a receive
+ * finished early does.  The native request is not started: inactive, it
+ * completes at once, and ftw_rndv_finish reports the outcome. */
+static int start_from_stash(ftw_req_t *e)
+{
+    rstate_t *rs = e->info.owned;
+    ftw_reqinfo_t info = e->info;
+    ftw_stash_t *se;
+    MPI_Request r;
+    MPI_Status st;
+    ftw_op_t op;
+    int tag = rs->tag, rc;
+
+    ftw_op_begin(&op, "MPI_Start", e->info.comm, e->info.peer, FTW_OP_RECV);
+    if (op.info.peer == MPI_PROC_NULL || (se = ftw_stash_take(&op, tag)) == NULL)
+        return 0;
+    rc = ftw_stash_replay(se, &op.native, &op.npeer, &tag, &op.rsrc,
+                          &op.rtag);
+    if (rc == MPI_SUCCESS) {
+        if (info.rndv & FTW_RNDV_RSCRATCH)
+            rc = PMPI_Irecv(rs->scratch, FTW_RTS_SIZE, MPI_BYTE, op.npeer,
+                            tag, op.native, &r);
+        else
+            rc = PMPI_Irecv(info.buf, (int)info.count, info.dt, op.npeer,
+                            tag, op.native, &r);
+    }
+    /* The replay was sent to this process: it is already here. */
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Wait(&r, &st);
+    rs->replay = 1;
+    rs->rsrc = op.rsrc;
+    rs->rtag = op.rtag;
+    rs->active = 1;
+    rs->finished = 1;
+    rs->got = 0;
+    if (rc == MPI_SUCCESS) {
+        info.rndv &= (uint8_t)~FTW_RNDV_REPLAY;
+        rs->code = recv_finish(&info, &st);
+        PMPI_Get_elements_x(&st, MPI_BYTE, &rs->got);
+    } else {
+        ftw_error("MPI_Start: the message a probe had taken could not be "
+                  "received again (error %d)", rc);
+        rs->code = rc;
+    }
+    return 1;
+}
+
+int ftw_rndv_start_taken(const ftw_reqinfo_t *info)
+{
+    const rstate_t *rs = info->owned;
+
+    return (info->rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) &&
+           rs != NULL && rs->finished;
+}
+
+int ftw_rndv_started(MPI_Request req)
 {
     ftw_req_t *e = ftw_req_find(req);
+    rstate_t *rs;
 
-    if (e != NULL && (e->info.rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) &&
-        e->info.owned != NULL)
-        ((rstate_t *)e->info.owned)->active = 1;
+    if (e == NULL || !(e->info.rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) ||
+        (rs = e->info.owned) == NULL)
+        return 0;
+    rs->replay = 0;
+    if (ftw_stash_n > 0 && e->info.persistent && start_from_stash(e))
+        return 1;
+    rs->active = 1;
+    return 0;
 }
 
 int ftw_rndv_finish_raise(const ftw_reqinfo_t *info, MPI_Status *st,

@@ -67,8 +67,31 @@ void ftw_rndv_peek(MPI_Request req, MPI_Status *st);
  * info's owned memory.  0 if req is no such receive. */
 int ftw_rndv_orphan(MPI_Request req, ftw_reqinfo_t *info);
 
-/* A persistent request was started (MPI_Start). */
-void ftw_rndv_started(MPI_Request req);
+/* A persistent request is being started (MPI_Start): 1 if a receive's
+ * message was taken from the probes' stash instead, and the native
+ * request must stay inactive. */
+int ftw_rndv_started(MPI_Request req);
+
+/* Nonzero if a just started receive was served from the stash. */
+int ftw_rndv_start_taken(const ftw_reqinfo_t *info);
+
+/* Nonzero while probes hold messages in the stash (ft/stash.h). */
+extern int ftw_stash_n;
+static inline int ftw_rndv_stashed(void)
+{
+    return ftw_stash_n > 0;
+}
+
+/* MPI_Sendrecv and MPI_Sendrecv_replace while the stash holds messages:
+ * the receive is ftwrap's own (it takes from the stash first), the send
+ * MPI_Isend; both waited for. */
+int ftw_rndv_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt,
+                      int dest, int stag, void *rbuf, int rcount,
+                      MPI_Datatype rdt, int source, int rtag, MPI_Comm comm,
+                      MPI_Status *status);
+int ftw_rndv_sendrecv_replace(void *buf, int count, MPI_Datatype dt,
+                              int dest, int stag, int source, int rtag,
+                              MPI_Comm comm, MPI_Status *status);
 
 /* Nonzero if count elements of dt make at least ftw_rndv_min bytes. */
 static inline int ftw_send_rndv(MPI_Count count, MPI_Datatype dt)
