@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "detect/detect.h"
+#include "ft/stash.h"
 #include "util/log.h"
 #include "util/stats.h"
 
@@ -176,6 +177,7 @@ void ftw_comm_untrack(MPI_Comm comm)
     pthread_mutex_unlock(&comm_lock);
     if (c == NULL)
         return;
+    ftw_stash_drop(comm, MPI_ANY_SOURCE, 1);
     if (c->ctl != MPI_COMM_NULL)
         PMPI_Comm_free(&c->ctl);
     /* A survivors' communicator may still hold collectives abandoned on a

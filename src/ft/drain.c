@@ -26,6 +26,7 @@
 #include "ft/comm.h"
 #include "ft/ft.h"
 #include "ft/op.h"
+#include "ft/stash.h"
 #include "util/log.h"
 #include "util/stats.h"
 
@@ -121,6 +122,7 @@ static int drain_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
     (void)unused;
     c->drain_seq = atomic_fetch_add(&ftw_drain_seq, 1) + 1;
     ftw_req_foreach(cancel_receives, &want);
+    ftw_stash_drop(c->user, MPI_ANY_SOURCE, 0);
     ftw_stat_add(FTW_STAT_DRAINS, 1);
     return drain_move(c, failed);
 }
@@ -211,6 +213,7 @@ FTW_EXPORT int FTW_Comm_drain_peer(MPI_Comm comm, int peer)
     }
     c->peer_drain_seq[peer] = atomic_fetch_add(&ftw_drain_seq, 1) + 1;
     ftw_req_foreach(cancel_receives, &want);
+    ftw_stash_drop(c->user, peer, 0);
     ftw_stat_add(FTW_STAT_DRAINS, 1);
     if (ftw_comm_peer_failed(c, peer) ||
         ftw_comm_p2p_rank(c, peer) == FTW_EXCLUDED)

@@ -130,6 +130,35 @@ ftw_stash_t *ftw_stash_take(const ftw_op_t *op, int tag)
     return e;
 }
 
+void ftw_stash_drop(MPI_Comm comm, int usrc, int tell)
+{
+    ftw_stash_t *gone = NULL, **pp = &head;
+
+    if (ftw_stash_n == 0)
+        return;
+    pthread_mutex_lock(&stash_lock);
+    while (*pp != NULL) {
+        ftw_stash_t *e = *pp;
+
+        if (e->comm != comm || (usrc != MPI_ANY_SOURCE && e->usrc != usrc)) {
+            pp = &e->next;
+            continue;
+        }
+        unlink_at(pp);
+        e->next = gone;
+        gone = e;
+    }
+    pthread_mutex_unlock(&stash_lock);
+    while (gone != NULL) {
+        ftw_stash_t *e = gone;
+
+        gone = e->next;
+        if (tell && ftw_rndv_is_rts(e->hdr, FTW_RTS_SIZE))
+            ftw_rndv_refuse((const ftw_rts_t *)(const void *)e->hdr);
+        free(e);
+    }
+}
+
 void ftw_stash_remove(ftw_stash_t *e)
 {
     pthread_mutex_lock(&stash_lock);

@@ -52,6 +52,11 @@ int ftw_stash_look(ftw_op_t *op, int tag, int *flag_p, MPI_Status *st,
  * or NULL. */
 ftw_stash_t *ftw_stash_take(const ftw_op_t *op, int tag);
 
+/* Discard the entries of comm (from usrc, or all for MPI_ANY_SOURCE):
+ * a drain cut them, or comm is freed.  tell: a sender of an RTS among
+ * them hears that its message was not taken (FIN, failed). */
+void ftw_stash_drop(MPI_Comm comm, int usrc, int tell);
+
 /* Remove entry e (found by ftw_stash_look). */
 void ftw_stash_remove(ftw_stash_t *e);
 

@@ -308,6 +308,11 @@ static void fin_send(const ftw_rts_t *rts, ftw_fin_code_t code)
     ftw_rndv_loose_add(req, word);
 }
 
+void ftw_rndv_refuse(const ftw_rts_t *rts)
+{
+    fin_send(rts, FTW_FIN_FAILED);
+}
+
 /* Where the pulled bytes go: the buffer itself if contiguous, else a
  * bounce buffer to unpack from (*bounce_p). */
 static char *recv_target(void *buf, MPI_Count count, MPI_Datatype dt,

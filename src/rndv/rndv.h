@@ -84,6 +84,10 @@ int ftw_rndv_is_rts(const void *hdr, MPI_Count nbytes);
 ftw_status_t ftw_rndv_recv(const ftw_rts_t *rts, void *buf, MPI_Count count,
                            MPI_Datatype dt, MPI_Count *got_p);
 
+/* Tell the sender of an RTS that its message will not be taken (FIN,
+ * failed): its request ends in error rather than wait. */
+void ftw_rndv_refuse(const ftw_rts_t *rts);
+
 /* Send the FTW_RTS_SIZE bytes at hdr to this process again, on the
  * rendezvous communicator: a receive from rank *rank_p with tag *tag_p
  * on *comm_p gets them (a probed header handed back to the MPI). */
