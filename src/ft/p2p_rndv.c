@@ -164,13 +164,51 @@ static int recv_stashed(ftw_op_t *op, int *tag_p)
     return MPI_SUCCESS;
 }
 
+/* A blocking receive on the fast path (quiet, stash empty) into a
+ * contiguous buffer that holds an RTS: the plain fast-path receive, then,
+ * only if what came is an RTS, the pull. */
+static int recv_fast(void *buf, int count, MPI_Datatype dt, int source,
+                     int tag, MPI_Comm comm, const char *name,
+                     MPI_Status *status, MPI_Aint lb)
+{
+    MPI_Status local, *st = status == MPI_STATUS_IGNORE ? &local : status;
+    ftw_reqinfo_t info;
+    MPI_Request req;
+    MPI_Count n = 0;
+    int rc = PMPI_Irecv(buf, count, dt, source, tag, comm, &req);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = ftw_recv_fast(&req, st, comm, source, tag, name, buf, count, dt);
+    if (rc != MPI_SUCCESS || source == MPI_PROC_NULL ||
+        PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS ||
+        n != FTW_RTS_SIZE || !ftw_rndv_is_rts((const char *)buf + lb, n))
+        return rc;
+    info = (ftw_reqinfo_t){ .comm = comm, .peer = st->MPI_SOURCE,
+                            .peer2 = FTW_NO_PEER, .kind = FTW_OP_RECV,
+                            .rndv = FTW_RNDV_RUSER, .buf = buf,
+                            .count = count, .dt = dt };
+    rc = ftw_rndv_finish(&info, st);
+    if (rc != MPI_SUCCESS)
+        rc = ftw_raise(comm, rc, name, rc == FTW_ERR_PROC_FAIL_STOP ?
+                                       st->MPI_SOURCE : -1);
+    return rc;
+}
+
 int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
                      int tag, MPI_Comm comm, const char *name,
                      int persistent, MPI_Request *request,
                      MPI_Status *status)
 {
     ftw_op_t op;
+    MPI_Count size;
+    MPI_Aint lb;
     int rc;
+
+    if (request == NULL && ftw_quiet() && ftw_stash_n == 0 &&
+        ftw_type_size(dt, &size) == MPI_SUCCESS &&
+        count * size >= FTW_RTS_SIZE && ftw_rndv_contig(count, dt, &lb))
+        return recv_fast(buf, count, dt, source, tag, comm, name, status, lb);
 
     ftw_op_begin(&op, name, comm, source, FTW_OP_RECV);
     ftw_op_set_buf(&op, buf, count, dt);
