@@ -1,12 +1,16 @@
-/* ftw-test: np=3 mode=ftwrap timeout=60 link=ftwrap expect-failed=1 fate=1:signal:KILL env=OMPI_MCA_btl_vader_single_copy_mechanism=none env=FTW_QUARANTINE=bounce env=FTW_QUARANTINE_SETTLE=500000 mpi=openmpi */
+/* ftw-test: np=3 mode=ftwrap timeout=60 link=ftwrap expect-failed=1 fate=1:signal:KILL env=OMPI_MCA_btl_vader_single_copy_mechanism=none env=FTW_QUARANTINE=bounce env=FTW_QUARANTINE_SETTLE=500000 env=FTW_RNDV_THRESHOLD=0 env=FTW_IDLE=spin mpi=openmpi */
 /*
  * quarantine_bounce - with FTW_QUARANTINE=bounce, receives into a
  * quarantined range work through a bounce buffer.
+ * (The MPI carries the message: FTW_RNDV_THRESHOLD=0 keeps ftwrap's own
+ * rendezvous, whose pulls end with the call, out of it.)
  *
  * Rank 1 sends rank 0 a 256 MiB message and rank 2 SIGKILLs it 10 ms into
  * the transfer, which quarantines rank 0's buffer (as in quarantine.c).
  * The release waits for 500,000 progress passes after rank 1's exit
- * (FTW_QUARANTINE_SETTLE), so the range stays quarantined while rank 0
+ * (FTW_QUARANTINE_SETTLE; FTW_IDLE=spin keeps the passes quick, where
+ * sleeping waits would stretch them past the test's time), so the range
+ * stays quarantined while rank 0
  * receives from rank 2 into it, through every kind of receive: blocking,
  * MPI_Irecv + MPI_Wait, MPI_Irecv + MPI_Test, a persistent receive, a
  * send-receive, a non-contiguous (vector) type, MPI_Waitall with a

@@ -1,7 +1,9 @@
-/* ftw-test: np=3 mode=ftwrap timeout=60 link=ftwrap expect-failed=1 fate=1:signal:KILL mpi=openmpi */
+/* ftw-test: np=3 mode=ftwrap timeout=60 link=ftwrap expect-failed=1 fate=1:signal:KILL env=FTW_RNDV_THRESHOLD=0 mpi=openmpi */
 /*
  * quarantine_cma - a sender killed during a large transfer over Open
  * MPI's single-copy (CMA) path: never a hang, never silently wrong data.
+ * (The MPI carries the message: FTW_RNDV_THRESHOLD=0 keeps ftwrap's own
+ * rendezvous, whose pulls end with the call, out of it.)
  *
  * Rank 1 fills 256 MiB with a pattern and sends it to rank 0; rank 2
  * SIGKILLs rank 1 10 ms into the transfer.  With single copy on (Open

@@ -665,7 +665,8 @@ static int wait_one(const ftw_reqinfo_t *info, MPI_Request *req,
  * watches the receive this thread waits for; when the fast path must be
  * left (a failure published, ftw_noisy) it cancels it, which ends the
  * wait, and ftw_recv_fast posts the receive again, watched.  A receive
- * that matched before the cancel completes as usual. */
+ * that matched before the cancel completes as usual: it is one of at most
+ * FTW_EAGER_MAX bytes, so the message it matched is whole. */
 typedef int (*fast_wait_cb_t)(void);
 typedef int (*fast_wait_reg_t)(fast_wait_cb_t);
 
@@ -777,9 +778,15 @@ int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
     unsigned spins = 0;
 
 #if defined(OPEN_MPI)
+    MPI_Count size;
+
     /* A wildcard receive keeps the test loop: taken back and posted again
-     * it would be a new one, refused once a failure is known. */
-    if (fast_wait_on && source >= 0 && count <= INT_MAX) {
+     * it would be a new one, refused once a failure is known.  So does a
+     * receive larger than FTW_EAGER_MAX: one that matched a large message
+     * cannot be cancelled, and its wait would outlast a failed sender. */
+    if (fast_wait_on && source >= 0 && count <= INT_MAX &&
+        ftw_type_size(dt, &size) == MPI_SUCCESS &&
+        count * size <= (MPI_Count)ftw_cfg.eager_max) {
         int rc;
 
         if (fast_wait(req, status, comm, source, tag, buf, count, dt, &rc))
