@@ -17,6 +17,7 @@
 #include "util/config.h"
 #include "util/log.h"
 #include "util/stats.h"
+#include "xport/xport.h"
 
 static const ftw_inject_point_t inject_of_kind[] = {
     [FTW_OP_SEND] = FTW_INJECT_SEND,
@@ -364,6 +365,7 @@ int ftw_poll_changed(ftw_poll_t *p)
 void ftw_poll_idle(ftw_poll_t *p)
 {
     p->spins++;
+    ftw_xport_progress();   /* shm receivers wait for this process */
     if (ftw_unlikely(ftw_validates_pending))
         ftw_validate_progress();
     if ((p->spins & 63) == 0) {
@@ -665,6 +667,7 @@ int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
             break;
         if ((++spins & 255) == 0)
             ftw_detect_peek();
+        ftw_xport_progress();
         if (spins > FTW_SPINS_BEFORE_YIELD && (spins & 15) == 0)
             sched_yield();
     }

@@ -11,13 +11,19 @@
 static const ftw_xport_ops_t *const xport_table[FTW_XPORT_ID_COUNT] = {
     [FTW_XPORT_ID_NATIVE] = &ftw_xport_native_ops,
     [FTW_XPORT_ID_CMA] = &ftw_xport_cma_ops,
+    [FTW_XPORT_ID_SHM] = &ftw_xport_shm_ops,
 };
+
+/* FTW_XPORT=auto: messages of at least this size go by shm, smaller ones
+ * by cma.  AUTO-MIN-PLACEHOLDER */
+#define SHM_AUTO_MIN ((uint64_t)1)
 
 /* Read by peers' probes: it must live as long as the process. */
 static volatile uint64_t probe_word;
 
 static ftw_xport_peer_t *peers;
 static signed char *chosen;     /* [world size] ftw_xport_id_t, -1 unknown */
+static signed char *shm_ok;     /* [world size] shm reaches it: 1, 0, -1 */
 static int npeers, self_pid;
 static uint64_t self_host;
 
@@ -55,12 +61,13 @@ ftw_status_t ftw_xport_init(void)
     probe_word = ftw_xport_probe_value(self_pid);
     peers = calloc((size_t)npeers, sizeof(*peers));
     chosen = malloc((size_t)npeers);
-    if (peers == NULL || chosen == NULL) {
+    shm_ok = malloc((size_t)npeers);
+    if (peers == NULL || chosen == NULL || shm_ok == NULL) {
         ftw_error("out of memory for %d peers", npeers);
         goto err_free;
     }
     for (int i = 0; i < npeers; i++)
-        chosen[i] = -1;
+        chosen[i] = shm_ok[i] = -1;
     mine.pid = self_pid;
     mine.host = self_host;
     mine.probe_addr = (uint64_t)(uintptr_t)&probe_word;
@@ -75,17 +82,22 @@ ftw_status_t ftw_xport_init(void)
 err_free:
     free(peers);
     free(chosen);
+    free(shm_ok);
     peers = NULL;
     chosen = NULL;
+    shm_ok = NULL;
     return FTW_ST_MPI_ERROR;
 }
 
 void ftw_xport_fini(void)
 {
+    ftw_xport_shm_fini();
     free(peers);
     free(chosen);
+    free(shm_ok);
     peers = NULL;
     chosen = NULL;
+    shm_ok = NULL;
 }
 
 /* The first choice a peer gets: cma on this host unless told native. */
@@ -105,4 +117,16 @@ ftw_xport_id_t ftw_xport_for(int peer)
     if (chosen[peer] < 0)
         chosen[peer] = (signed char)xport_choose(peer);
     return (ftw_xport_id_t)chosen[peer];
+}
+
+ftw_xport_id_t ftw_xport_for_size(int peer, uint64_t size)
+{
+    ftw_xport_id_t id = ftw_xport_for(peer);
+
+    if (id != FTW_XPORT_ID_CMA || ftw_cfg.xport == FTW_XPORT_CMA ||
+        (ftw_cfg.xport == FTW_XPORT_AUTO && size < SHM_AUTO_MIN))
+        return id;
+    if (shm_ok[peer] < 0)
+        shm_ok[peer] = ftw_xport_shm_ops.reach(peer, &peers[peer]) == FTW_OK;
+    return shm_ok[peer] ? FTW_XPORT_ID_SHM : id;
 }
