@@ -51,6 +51,7 @@
 #define SHM_MAX_SLOTS 64
 #define SHM_SPINS_BEFORE_YIELD 20000
 #define SHM_SERVE_LINGER 256    /* idle scans a busy server waits on */
+#define SHM_MIN_FRAG 16384
 
 /* One slot: the receiver's line (request) and the sender's (answer). */
 typedef struct {
@@ -435,16 +436,27 @@ out:
     return st;
 }
 
-/* Ask for fragment k of the pull (len bytes at addr). */
-static void frag_ask(shm_seg_t *s, uint64_t k, uint64_t addr, size_t len)
+/* Ask for fragment k (of fsz bytes) of the pull of len bytes at addr. */
+static void frag_ask(shm_seg_t *s, uint64_t k, uint64_t fsz, uint64_t addr,
+                     size_t len)
 {
-    shm_hdr_t *h = s->hdr;
-    shm_slot_t *sl = &h->slot[k % h->nslots];
-    uint64_t off = k * h->frag;
+    shm_slot_t *sl = &s->hdr->slot[k % s->hdr->nslots];
+    uint64_t off = k * fsz;
 
     sl->addr = addr + off;
-    sl->len = len - off < h->frag ? len - off : h->frag;
+    sl->len = len - off < fsz ? len - off : fsz;
     atomic_store_explicit(&sl->req, ++s->seq, memory_order_release);
+}
+
+/* Fragment size for a pull of len bytes: small enough that every slot
+ * has work (a message of one fragment would not overlap the copies), at
+ * most a slot. */
+static uint64_t frag_size(const shm_hdr_t *h, size_t len)
+{
+    uint64_t f = (len / h->nslots + 4095) & ~(uint64_t)4095;
+
+    f = f < SHM_MIN_FRAG ? SHM_MIN_FRAG : f;
+    return f < h->frag ? f : h->frag;
 }
 
 /* Wait for the answer to request number want in sl, watching the
@@ -471,13 +483,15 @@ static ftw_status_t frag_wait(shm_seg_t *s, shm_slot_t *sl, uint64_t want)
     return (ftw_status_t)sl->status;
 }
 
-/* Fault injection at each FTW_RNDV_CHUNK boundary, as cma pulls are
- * chunked: fragment k starts a chunk. */
-static void frag_inject(const ftw_xport_src_t *src, uint64_t off)
+/* Fault injection as cma pulls are chunked: once for each
+ * FTW_RNDV_CHUNK boundary in the fragment at off (fsz bytes of len). */
+static void frag_inject(const ftw_xport_src_t *src, uint64_t off,
+                        uint64_t fsz, uint64_t len)
 {
-    size_t chunk = ftw_cfg.rndv_chunk;
+    uint64_t chunk = ftw_cfg.rndv_chunk ? ftw_cfg.rndv_chunk : len;
+    uint64_t end = off + fsz < len ? off + fsz : len;
 
-    if (chunk == 0 ? off == 0 : off % chunk == 0) {
+    for (uint64_t c = (off + chunk - 1) / chunk * chunk; c < end; c += chunk) {
         ftw_inject(FTW_INJECT_PULL);
         ftw_inject_pulled(src->world, src->pid);
     }
@@ -489,18 +503,18 @@ static ftw_status_t seg_pull(shm_seg_t *s, const ftw_xport_src_t *src,
 {
     shm_hdr_t *h = s->hdr;
     const char *data = (const char *)h + h->data_off;
-    uint64_t nfrag = (len + h->frag - 1) / h->frag, asked = 0;
+    uint64_t fsz = frag_size(h, len);
+    uint64_t nfrag = (len + fsz - 1) / fsz, asked = 0;
     uint64_t seq0 = s->seq + 1;
 
     for (uint64_t k = 0; k < nfrag; k++) {
         shm_slot_t *sl = &h->slot[k % h->nslots];
-        size_t off = k * h->frag, n = len - off < h->frag ? len - off
-                                                          : h->frag;
+        size_t off = k * fsz, n = len - off < fsz ? len - off : fsz;
         ftw_status_t st;
 
         for (; asked < nfrag && asked < k + h->nslots; asked++) {
-            frag_inject(src, asked * h->frag);
-            frag_ask(s, asked, addr, len);
+            frag_inject(src, asked * fsz, fsz, len);
+            frag_ask(s, asked, fsz, addr, len);
         }
         st = frag_wait(s, sl, seq0 + k);
         if (st != FTW_OK) {
