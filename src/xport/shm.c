@@ -345,7 +345,7 @@ void ftw_xport_shm_serve(void)
     pthread_mutex_unlock(&shm_lock);
 }
 
-/* ---- receiver ------------------------------------------------------------ */
+/* ---- receiver ----------------------------------------------------------- */
 
 /* Map the segment the sender src announced (its fd src->key). */
 static ftw_status_t seg_attach(const ftw_xport_src_t *src, shm_seg_t **s_p)

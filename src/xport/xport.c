@@ -16,7 +16,7 @@ static const ftw_xport_ops_t *const xport_table[FTW_XPORT_ID_COUNT] = {
 
 /* FTW_XPORT=auto: messages of at least this size go by shm, smaller ones
  * by cma.  AUTO-MIN-PLACEHOLDER */
-#define SHM_AUTO_MIN ((uint64_t)1)
+#define SHM_AUTO_MIN ((uint64_t)512 << 10)
 
 /* Read by peers' probes: it must live as long as the process. */
 static volatile uint64_t probe_word;
