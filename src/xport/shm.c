@@ -40,6 +40,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "detect/detect.h"
@@ -52,6 +53,7 @@
 #define SHM_SPINS_BEFORE_YIELD 20000
 #define SHM_SERVE_LINGER 256    /* idle scans a busy server waits on */
 #define SHM_MIN_FRAG 16384
+#define SHM_STALL_MS 20.0       /* a silent sender: read it with cma */
 
 /* One slot: the receiver's line (request) and the sender's (answer). */
 typedef struct {
@@ -285,12 +287,16 @@ static int seg_serve(shm_seg_t *s)
     for (uint64_t i = 0; i < h->nslots; i++) {
         shm_slot_t *sl = &h->slot[i];
         uint64_t r = atomic_load_explicit(&sl->req, memory_order_acquire);
+        uint64_t addr, len;
 
         if (r == atomic_load_explicit(&sl->done, memory_order_relaxed))
             continue;
-        if (sl->len <= h->frag && seg_exposes(s, sl->addr, sl->len)) {
-            memcpy(data + i * h->frag, (const void *)(uintptr_t)sl->addr,
-                   sl->len);
+        /* Read once: a receiver that gave up on this request may be
+         * writing the next one; what is checked is what is copied. */
+        addr = sl->addr;
+        len = sl->len;
+        if (len <= h->frag && seg_exposes(s, addr, len)) {
+            memcpy(data + i * h->frag, (const void *)(uintptr_t)addr, len);
             sl->status = FTW_OK;
         } else {
             sl->status = FTW_ST_IO_ERROR;
@@ -334,13 +340,15 @@ void ftw_xport_shm_serve(void)
             }
             n += seg_serve(out_seg[out_list[i]]);
         }
-        if (n > 0)
+        if (n > 0) {
             idle = 0;
-        else if (atomic_load_explicit(&ftw_xport_shm_exposed,
-                                      memory_order_relaxed) == 0)
+        } else if (atomic_load_explicit(&ftw_xport_shm_exposed,
+                                        memory_order_relaxed) == 0) {
             break;
-        else
-            idle++, cpu_relax();
+        } else {
+            idle++;
+            cpu_relax();
+        }
     }
     pthread_mutex_unlock(&shm_lock);
 }
@@ -459,17 +467,36 @@ static uint64_t frag_size(const shm_hdr_t *h, size_t len)
     return f < h->frag ? f : h->frag;
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
 /* Wait for the answer to request number want in sl, watching the
- * sender and serving this process's own receivers meanwhile. */
+ * sender and serving this process's own receivers meanwhile.  A sender
+ * that answers nothing for SHM_STALL_MS is not inside an MPI call that
+ * ftwrap drives (it computes, or waits in a call passed straight to the
+ * MPI): FTW_ST_UNSUPPORTED then, and the caller reads the rest with
+ * cma, which needs no help from the sender. */
 static ftw_status_t frag_wait(shm_seg_t *s, shm_slot_t *sl, uint64_t want)
 {
     unsigned spins = 0;
+    double t0 = 0;
 
     while (atomic_load_explicit(&sl->done, memory_order_acquire) != want) {
         if ((++spins & 255) == 0) {
             ftw_detect_peek();
             if (ftw_detect_is_failed(s->peer))
                 return FTW_ST_PEER_FAILED;
+        }
+        if ((spins & 4095) == 0) {
+            if (t0 == 0)
+                t0 = now_ms();
+            else if (now_ms() - t0 > SHM_STALL_MS)
+                return FTW_ST_UNSUPPORTED;
         }
         if ((spins & 15) == 0 &&
             atomic_load_explicit(&ftw_xport_shm_exposed,
@@ -516,15 +543,16 @@ static ftw_status_t seg_pull(shm_seg_t *s, const ftw_xport_src_t *src,
             frag_inject(src, asked * fsz, fsz, len);
             frag_ask(s, asked, fsz, addr, len);
         }
+        /* On an error the requests still out are left: their numbers
+         * are never asked for again, and the sender answers a slot only
+         * at its latest number, so a late answer cannot pass for the
+         * answer to a later request. */
         st = frag_wait(s, sl, seq0 + k);
-        if (st != FTW_OK) {
-            /* Answers still owed would match later requests: wait for
-             * them, unless the sender is gone. */
-            for (uint64_t j = k + 1; j < asked && st != FTW_ST_PEER_FAILED;
-                 j++)
-                frag_wait(s, &h->slot[j % h->nslots], seq0 + j);
+        if (st == FTW_ST_UNSUPPORTED)
+            return ftw_xport_cma_ops.pull(src, addr + off, dst + off,
+                                          len - off);
+        if (st != FTW_OK)
             return st;
-        }
         memcpy(dst + off, data + (k % h->nslots) * h->frag, n);
     }
     return FTW_OK;
