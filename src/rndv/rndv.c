@@ -230,8 +230,11 @@ ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
                                    (int)(fin_seq++ % (unsigned)fin_tag_span),
                         .xport = xport };
     if (ftw_xport_ops(xport)->expose(world, addr, (size_t)size, s.owned,
-                                     &rts->key) != FTW_OK)
-        goto err_free_rts;
+                                     &rts->key) != FTW_OK) {
+        /* No segment (out of memory, memfds): cma needs no exposure. */
+        rts->xport = xport = FTW_XPORT_ID_CMA;
+        rts->key = 0;
+    }
     if (PMPI_Irecv(s.owned, 1, MPI_UINT64_T, world, rts->fin_tag, rndv_comm,
                    &s.fin_req) != MPI_SUCCESS)
         goto err_release;
@@ -247,7 +250,6 @@ err_cancel_fin:
     PMPI_Wait(&s.fin_req, MPI_STATUS_IGNORE);
 err_release:
     ftw_xport_ops(xport)->release(s.owned);
-err_free_rts:
     free(rts);
 err_free_owned:
     free(s.owned);

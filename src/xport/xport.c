@@ -15,7 +15,23 @@ static const ftw_xport_ops_t *const xport_table[FTW_XPORT_ID_COUNT] = {
 };
 
 /* FTW_XPORT=auto: messages of at least this size go by shm, smaller ones
- * by cma.  AUTO-MIN-PLACEHOLDER */
+ * by cma.  scripts/bench/rndv (pingpong --bw-only, 2 ranks bound to the
+ * 2 cores of the build machine, best of 3 interleaved rounds, GB/s; the
+ * machine was shared, load 5-6, so single values swing 2x):
+ *
+ *              MPICH 4.0.2        Open MPI 4.1.4     MPICH, lighter load
+ *   size       cma     shm        cma     shm        cma     shm
+ *   256 KiB    5.30    4.66       0.90    3.62       10.07   6.25 (*)
+ *   1 MiB      3.11    5.60       2.43    5.27        8.49   7.64 (*)
+ *   4 MiB      4.10    8.67       4.67    6.80        7.55   8.56
+ *   16 MiB     4.04   10.53       3.34    4.77        7.70   9.37
+ *   64 MiB     6.54   11.15       2.69    1.24        7.70  10.53
+ *
+ * (*) one fragment per message then; with fragments of a quarter of
+ * the message shm reached 13.0 (256 KiB) and 12.8 (1 MiB) in a quiet
+ * moment.  Below 512 KiB the two are within the noise and cma, one copy
+ * that needs nothing from the sender, is kept; from 512 KiB shm wins in
+ * most runs. */
 #define SHM_AUTO_MIN ((uint64_t)512 << 10)
 
 /* Read by peers' probes: it must live as long as the process. */
