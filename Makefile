@@ -71,8 +71,13 @@ build/$(1)/tests/%: tests/%.c $$(wildcard tests/*.h) include/ftwrap.h include/mp
 	  $$(if $$(shell grep -l 'ftw-test:.*link=ftwrap' $$<),\
 	     -Lbuild/$(1) -lftwrap -Wl$$(comma)-rpath$$(comma)$$(abspath build/$(1)))
 
-# A test that includes another test's source (the same test, another victim).
+# A test that includes another test's source (the same test, another victim
+# or transport).
 build/$(1)/tests/validate_during0: tests/validate_during.c
+build/$(1)/tests/rndv_p2p_shm build/$(1)/tests/rndv_p2p_auto: tests/rndv_p2p.c
+build/$(1)/tests/rndv_probe_shm: tests/rndv_probe.c
+build/$(1)/tests/rndv_fail_sender_shm: tests/rndv_fail_sender.c
+build/$(1)/tests/rndv_fail_receiver_shm: tests/rndv_fail_receiver.c
 
 lib: build/$(1)/libftwrap.so
 tests: $$(patsubst tests/%.c,build/$(1)/tests/%,$$(TEST_SRCS))

@@ -1,4 +1,4 @@
-/* ftw-test: np=2 mode=both timeout=120 env=FTW_RNDV_THRESHOLD=64k env=FTW_RNDV_CHUNK=1m */
+/* ftw-test: np=2 mode=both timeout=120 env=FTW_RNDV_THRESHOLD=64k env=FTW_RNDV_CHUNK=1m env=FTW_XPORT=cma */
 /*
  * rndv_p2p - point-to-point messages around and far above the rendezvous
  * threshold (64 KiB here) are delivered intact, in order, with the real

@@ -1,4 +1,4 @@
-/* ftw-test: np=2 mode=both timeout=120 env=FTW_RNDV_THRESHOLD=64k */
+/* ftw-test: np=2 mode=both timeout=120 env=FTW_RNDV_THRESHOLD=64k env=FTW_XPORT=cma */
 /*
  * rndv_probe - probes report the real size of rendezvous messages, and
  * messages a probe has seen keep MPI's order (natively: the same).

@@ -245,8 +245,10 @@ int ftw_wait(MPI_Request *req, MPI_Status *status)
 static void test_progress(void)
 {
     ftw_wrap_check();
-    if (ftw_rndv_min != 0)
+    if (ftw_rndv_min != 0) {
         ftw_rndv_progress_recvs();
+        ftw_rndv_progress();    /* shm receivers may wait for this one */
+    }
     if (ftw_unlikely(ftw_validates_pending))
         ftw_validate_progress();
 }
@@ -646,8 +648,10 @@ int ftw_request_get_status(MPI_Request req, int *flag, MPI_Status *status)
     int rc;
 
     ftw_wrap_check();
-    if (ftw_rndv_min != 0)
+    if (ftw_rndv_min != 0) {
         ftw_rndv_progress_recvs();
+        ftw_rndv_progress();
+    }
     rc = PMPI_Request_get_status(req, flag, status);
     if (ftw_rndv_min != 0 && rc == MPI_SUCCESS && *flag)
         ftw_rndv_peek(req, status);

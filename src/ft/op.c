@@ -19,6 +19,7 @@
 #include "util/config.h"
 #include "util/log.h"
 #include "util/stats.h"
+#include "xport/xport.h"
 
 static const ftw_inject_point_t inject_of_kind[] = {
     [FTW_OP_SEND] = FTW_INJECT_SEND,
@@ -380,6 +381,7 @@ static inline void poll_backoff(unsigned spins)
 void ftw_poll_idle(ftw_poll_t *p)
 {
     p->spins++;
+    ftw_xport_progress();   /* shm receivers wait for this process */
     if (ftw_unlikely(ftw_validates_pending))
         ftw_validate_progress();
     if ((p->spins & 63) == 0) {
@@ -684,6 +686,7 @@ static int fast_wait_progress(void)
     if (ftw_likely(ftw_quiet())) {
         if ((++fast_wait_spins & 255) == 0)
             ftw_detect_peek();
+        ftw_xport_progress();
         poll_backoff(fast_wait_spins);
         return 0;
     }
@@ -808,6 +811,7 @@ int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
             break;
         if ((++spins & 255) == 0)
             ftw_detect_peek();
+        ftw_xport_progress();
         poll_backoff(spins);
     }
     return recv_watched(req, status, comm, source, name, buf, count, dt);

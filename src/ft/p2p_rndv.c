@@ -84,9 +84,12 @@ int ftw_rndv_send_op(const void *buf, int count, MPI_Datatype dt, int dest,
         return op.rc;
     }
     world = peer_world(comm, dest);
-    xport = world >= 0 ? (int)ftw_xport_for(world) : FTW_XPORT_ID_NATIVE;
-    if (xport == FTW_XPORT_ID_NATIVE || op.npeer < 0 ||
-        ftw_type_size(dt, &size) != MPI_SUCCESS)
+    if (ftw_type_size(dt, &size) != MPI_SUCCESS)
+        world = -1;
+    xport = world >= 0 ? (int)ftw_xport_for_size(world,
+                                                 (uint64_t)(count * size))
+                       : FTW_XPORT_ID_NATIVE;
+    if (xport == FTW_XPORT_ID_NATIVE || op.npeer < 0)
         return send_native(&op, buf, count, dt, tag, request);
     if (ftw_rndv_send_start(buf, count, dt, count * size, world, xport, tag,
                             op.native, op.npeer, &s) != FTW_OK)
@@ -99,6 +102,7 @@ int ftw_rndv_send_op(const void *buf, int count, MPI_Datatype dt, int dest,
     }
     op.req = s.fin_req;
     rc = ftw_op_wait(&op, MPI_SUCCESS, MPI_STATUS_IGNORE);
+    ftw_rndv_send_end(s.owned);     /* the buffer is the caller's again */
     if (rc != FTW_ERR_BUFFER_UNUSABLE)
         free(s.owned);  /* else the MPI may still write the FIN word */
     return rc;

@@ -209,6 +209,8 @@ int ftw_iprobe(int source, int tag, MPI_Comm comm, int *flag,
         return op.rc;
     }
     if (ftw_rndv_min != 0)
+        ftw_rndv_progress();    /* a probe loop must not starve shm pulls */
+    if (ftw_rndv_min != 0)
         rc = look_stash(&op, tag, flag, NULL, status);
     else
         rc = PMPI_Iprobe(op.npeer, tag, op.native, flag, status);
@@ -254,6 +256,8 @@ int ftw_improbe(int source, int tag, MPI_Comm comm, int *flag,
         *flag = 0;
         return op.rc;
     }
+    if (ftw_rndv_min != 0)
+        ftw_rndv_progress();
     if (ftw_rndv_min != 0)
         rc = look_stash(&op, tag, flag, message, &st);
     else

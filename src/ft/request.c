@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "detect/detect.h"
+#include "rndv/rndv.h"
 #include "ft/bounce.h"
 #include "ft/quarantine.h"
 #include "util/config.h"
@@ -112,6 +113,7 @@ static void req_entry_insert(ftw_req_t *e)
         /* The MPI reused a handle whose completion ftwrap did not see. */
         HASH_DEL(req_table, old);
         ftw_req_count--;
+        ftw_rndv_send_end(old->info.owned);
         free(old->info.owned);
         free(old);
     }
@@ -139,6 +141,7 @@ static void req_del_locked(MPI_Request req)
     HASH_FIND(hh, req_table, &req, sizeof(req), e);
     if (e == NULL)
         return;
+    ftw_rndv_send_end(e->info.owned);
     free(e->info.owned);
     HASH_DEL(req_table, e);
     ftw_req_count--;
@@ -311,6 +314,7 @@ static void grave_close(grave_t *g)
 {
     if (g->pidfd >= 0)
         close(g->pidfd);
+    ftw_rndv_send_end(g->owned);
     free(g->owned);
     ftw_quarantine_release(g->qid);
 }

@@ -55,11 +55,13 @@ void ftw_rndv_loose_add(MPI_Request req, void *buf)
 
 void ftw_rndv_progress(void)
 {
+    ftw_xport_progress();
     for (int i = 0; i < loose_n;) {
         int flag = 0;
 
         PMPI_Test(&loose[i].req, &flag, MPI_STATUS_IGNORE);
         if (flag) {
+            ftw_rndv_send_end(loose[i].buf);
             free(loose[i].buf);
             loose[i] = loose[--loose_n];
         } else {
@@ -115,8 +117,6 @@ ftw_status_t ftw_rndv_init(void)
     }
     PMPI_Comm_set_errhandler(rndv_comm, MPI_ERRORS_RETURN);
     fin_tags_init();
-    if (ftw_cfg.xport == FTW_XPORT_SHM)
-        ftw_info("FTW_XPORT=shm is not available yet: using cma");
     ftw_rndv_min = ftw_cfg.rndv_threshold < FTW_RNDV_MIN_FLOOR ?
                    FTW_RNDV_MIN_FLOOR : ftw_cfg.rndv_threshold;
     return FTW_OK;
@@ -229,9 +229,15 @@ ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
                         .fin_tag = FIN_TAG_BASE +
                                    (int)(fin_seq++ % (unsigned)fin_tag_span),
                         .xport = xport };
+    if (ftw_xport_ops(xport)->expose(world, addr, (size_t)size, s.owned,
+                                     &rts->key) != FTW_OK) {
+        /* No segment (out of memory, memfds): cma needs no exposure. */
+        rts->xport = xport = FTW_XPORT_ID_CMA;
+        rts->key = 0;
+    }
     if (PMPI_Irecv(s.owned, 1, MPI_UINT64_T, world, rts->fin_tag, rndv_comm,
                    &s.fin_req) != MPI_SUCCESS)
-        goto err_free_rts;
+        goto err_release;
     if (PMPI_Isend(rts, FTW_RTS_SIZE, MPI_BYTE, npeer, tag, native,
                    &rts_req) != MPI_SUCCESS)
         goto err_cancel_fin;
@@ -242,12 +248,20 @@ ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
 err_cancel_fin:
     PMPI_Cancel(&s.fin_req);
     PMPI_Wait(&s.fin_req, MPI_STATUS_IGNORE);
-err_free_rts:
+err_release:
+    ftw_xport_ops(xport)->release(s.owned);
     free(rts);
 err_free_owned:
     free(s.owned);
     ftw_error("cannot start a rendezvous send to world rank %d", world);
     return FTW_ST_MPI_ERROR;
+}
+
+void ftw_rndv_send_end(const void *owned)
+{
+    if (owned != NULL && atomic_load_explicit(&ftw_xport_shm_exposed,
+                                              memory_order_relaxed) != 0)
+        ftw_xport_shm_ops.release(owned);
 }
 
 ftw_fin_code_t ftw_rndv_fin_code(const void *owned)
@@ -263,12 +277,12 @@ int ftw_rndv_is_rts(const void *hdr, MPI_Count nbytes)
     return nbytes == FTW_RTS_SIZE && memcmp(hdr, cookie, sizeof(cookie)) == 0;
 }
 
-/* Pull len bytes announced by rts into dst, a chunk at a time, checking
- * the sender between chunks (the detector may know of its death before
- * a read fails). */
-static ftw_status_t rndv_pull(const ftw_rts_t *rts, char *dst, size_t len)
+/* Pull len bytes announced by rts into dst over cma, a chunk at a time,
+ * checking the sender between chunks (the detector may know of its
+ * death before a read fails). */
+static ftw_status_t pull_cma(const ftw_rts_t *rts, const ftw_xport_src_t *src,
+                             char *dst, size_t len)
 {
-    const ftw_xport_ops_t *x = ftw_xport_ops(rts->xport);
     size_t chunk = ftw_cfg.rndv_chunk ? ftw_cfg.rndv_chunk : len;
 
     for (size_t off = 0; off < len;) {
@@ -279,12 +293,32 @@ static ftw_status_t rndv_pull(const ftw_rts_t *rts, char *dst, size_t len)
         ftw_inject_pulled(rts->world, rts->pid);
         if (ftw_detect_is_failed(rts->world))
             return FTW_ST_PEER_FAILED;
-        st = x->pull(rts->pid, rts->addr + off, dst + off, n);
+        st = ftw_xport_cma_ops.pull(src, rts->addr + off, dst + off, n);
         if (st != FTW_OK)
             return st;
         off += n;
     }
     return FTW_OK;
+}
+
+/* Pull the message rts announces into dst; *xport_p: the transport that
+ * moved it.  shm pulls the whole message in one pipeline (it checks the
+ * sender and injects faults at the same chunk boundaries as cma); when
+ * it cannot start (no segment, another thread pulling), cma does it. */
+static ftw_status_t rndv_pull(const ftw_rts_t *rts, char *dst, size_t len,
+                              int *xport_p)
+{
+    ftw_xport_src_t src = { .world = rts->world, .pid = rts->pid,
+                            .key = rts->key };
+    ftw_status_t st = FTW_ST_UNSUPPORTED;
+
+    *xport_p = rts->xport;
+    if (rts->xport == FTW_XPORT_ID_SHM && len > 0)
+        st = ftw_xport_shm_ops.pull(&src, rts->addr, dst, len);
+    if (st != FTW_ST_UNSUPPORTED)
+        return st;
+    *xport_p = FTW_XPORT_ID_CMA;
+    return pull_cma(rts, &src, dst, len);
 }
 
 /* Tell the sender how its message ended. */
@@ -348,7 +382,7 @@ static ftw_status_t recv_unpack(const char *bounce, MPI_Count take,
 
 /* The end of a receive: FIN unless the sender died, counters. */
 static ftw_status_t recv_end(const ftw_rts_t *rts, ftw_status_t st,
-                             MPI_Count take)
+                             MPI_Count take, int xport)
 {
     if (st == FTW_ST_PEER_FAILED) {
         ftw_stat_add(FTW_STAT_RNDV_ABORTED, 1);
@@ -359,8 +393,13 @@ static ftw_status_t recv_end(const ftw_rts_t *rts, ftw_status_t st,
         fin_send(rts, FTW_FIN_FAILED);
         return st;
     }
-    ftw_stat_add(FTW_STAT_RNDV_CMA, 1);
-    ftw_stat_add(FTW_STAT_RNDV_CMA_BYTES, (uint64_t)take);
+    if (xport == FTW_XPORT_ID_SHM) {
+        ftw_stat_add(FTW_STAT_RNDV_SHM, 1);
+        ftw_stat_add(FTW_STAT_RNDV_SHM_BYTES, (uint64_t)take);
+    } else {
+        ftw_stat_add(FTW_STAT_RNDV_CMA, 1);
+        ftw_stat_add(FTW_STAT_RNDV_CMA_BYTES, (uint64_t)take);
+    }
     if ((uint64_t)take < rts->size) {
         ftw_stat_add(FTW_STAT_RNDV_TRUNCATED, 1);
         fin_send(rts, FTW_FIN_TRUNCATED);
@@ -375,6 +414,7 @@ ftw_status_t ftw_rndv_recv(const ftw_rts_t *rts, void *buf, MPI_Count count,
 {
     MPI_Count size = 0, take;
     char *dst, *bounce = NULL;
+    int xport = rts->xport;
     ftw_status_t st;
 
     if (count > 0 && PMPI_Type_size_x(dt, &size) != MPI_SUCCESS)
@@ -385,11 +425,11 @@ ftw_status_t ftw_rndv_recv(const ftw_rts_t *rts, void *buf, MPI_Count count,
     if (take > 0 && dst == NULL)
         st = FTW_ST_NO_MEMORY;
     else
-        st = rndv_pull(rts, dst, (size_t)take);
+        st = rndv_pull(rts, dst, (size_t)take, &xport);
     if (st == FTW_OK && bounce != NULL)
         st = recv_unpack(bounce, take, buf, size, dt);
     if (take > 0)
         free(bounce);
     *got_p = take;
-    return recv_end(rts, st, take);
+    return recv_end(rts, st, take, xport);
 }

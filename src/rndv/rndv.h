@@ -19,7 +19,10 @@
  * ABORTED when the receiver fails; receiver MATCHED -> PULLING -> DONE
  * | TRUNCATED (prefix pulled, NACK sent), or ABORTED when the sender
  * fails (no FIN: nobody to tell).  Nothing is registered or pinned, so
- * abort releases only the sender's packed copy (with its request).
+ * abort releases the sender's packed copy (with its request) and, for
+ * shm, the exposure of its range (ftw_rndv_send_end).  With shm the
+ * sender takes part in the pull: it copies the fragments the receiver
+ * asks for from inside its MPI calls (every wait loop's progress).
  */
 #ifndef FTW_RNDV_RNDV_H
 #define FTW_RNDV_RNDV_H
@@ -39,6 +42,8 @@ typedef struct {
     int32_t world;          /* the sender's world rank */
     int32_t fin_tag;        /* the tag its FIN receive waits for */
     int32_t xport;          /* ftw_xport_id_t to pull with */
+    int32_t key;            /* the transport's key (shm: segment fd) */
+    int32_t pad;
 } ftw_rts_t;
 
 #define FTW_RTS_SIZE ((int)sizeof(ftw_rts_t))
@@ -72,6 +77,11 @@ ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
                                  int xport, int tag, MPI_Comm native,
                                  int npeer, ftw_rndv_send_t *s_p);
 
+/* A send's owned block is about to be freed (the send ended, whatever
+ * way): the transport stops letting the receiver read the data.  Cheap,
+ * and a no-op for any other block. */
+void ftw_rndv_send_end(const void *owned);
+
 /* The code of the FIN an owned block (ftw_rndv_send_t.owned) got. */
 ftw_fin_code_t ftw_rndv_fin_code(const void *owned);
 
@@ -103,7 +113,7 @@ int ftw_rndv_contig(MPI_Count count, MPI_Datatype dt, MPI_Aint *lb_p);
 void ftw_rndv_loose_add(MPI_Request req, void *buf);
 
 /* Complete what finished among ftwrap's own small sends and the
- * requests given to ftw_rndv_loose_add. */
+ * requests given to ftw_rndv_loose_add; serve shm receivers. */
 void ftw_rndv_progress(void);
 
 #endif

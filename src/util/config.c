@@ -72,10 +72,19 @@ static const ftw_cfg_row_t cfg_table[] = {
       "data); 0 turns it off.  Values below 1k are raised to 1k.",
       FTW_CFG_SIZE, FTW_CFG_FIELD(rndv_threshold), NULL },
     { "FTW_XPORT", "auto",
-      "Rendezvous transport: auto (cma where a test read works, else "
-      "native), cma, shm (not yet available: acts as cma), native (every "
-      "message through the MPI).",
+      "Rendezvous transport: auto (per message size the faster of cma "
+      "and shm where a test read works, else native), cma (the receiver "
+      "reads the sender's memory), shm (pipelined pull through a shared "
+      "segment per pair: the sender copies fragments in as the receiver "
+      "asks), native (every message through the MPI).",
       FTW_CFG_ENUM, FTW_CFG_FIELD(xport), xport_names },
+    { "FTW_SHM_FRAG", "256k",
+      "shm transport: bytes of one fragment (one slot of a segment).",
+      FTW_CFG_SIZE, FTW_CFG_FIELD(shm_frag), NULL },
+    { "FTW_SHM_SLOTS", "4",
+      "shm transport: slots per segment, the fragments a receiver asks "
+      "for ahead (2..64).",
+      FTW_CFG_INT, FTW_CFG_FIELD(shm_slots), NULL },
     { "FTW_RNDV_CHUNK", "4m",
       "A rendezvous pull reads at most this many bytes at a time and checks "
       "for failures in between.",

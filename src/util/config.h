@@ -36,6 +36,8 @@ typedef struct {
     size_t rndv_threshold;  /* FTW_RNDV_THRESHOLD, bytes; 0: off */
     int xport;              /* FTW_XPORT: ftw_xport_mode_t */
     size_t rndv_chunk;      /* FTW_RNDV_CHUNK, bytes */
+    size_t shm_frag;        /* FTW_SHM_FRAG, bytes */
+    int shm_slots;          /* FTW_SHM_SLOTS */
     int quarantine;         /* FTW_QUARANTINE: ftw_quarantine_mode_t */
     int quarantine_settle;  /* FTW_QUARANTINE_SETTLE, progress passes */
     int idle;               /* FTW_IDLE: ftw_idle_mode_t */
@@ -59,7 +61,7 @@ typedef enum {
 typedef enum {
     FTW_XPORT_AUTO,         /* the best transport each peer allows */
     FTW_XPORT_CMA,          /* process_vm_readv on this host */
-    FTW_XPORT_SHM,          /* shared-memory pull (not yet: acts as cma) */
+    FTW_XPORT_SHM,          /* pipelined pull through a shared segment */
     FTW_XPORT_NATIVE,       /* every message through the MPI unchanged */
 } ftw_xport_mode_t;
 

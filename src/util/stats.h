@@ -27,6 +27,8 @@
     _(AGREES,         "agrees",         "MPIX_Comm_agree completed")  \
     _(RNDV_CMA,       "rndv_cma",       "rendezvous messages pulled by CMA") \
     _(RNDV_CMA_BYTES, "rndv_cma_bytes", "bytes pulled by CMA")          \
+    _(RNDV_SHM,       "rndv_shm",       "rendezvous messages pulled by shm") \
+    _(RNDV_SHM_BYTES, "rndv_shm_bytes", "bytes pulled by shm")          \
     _(RNDV_NATIVE,    "rndv_native",    "large messages sent natively")  \
     _(RNDV_NATIVE_BYTES, "rndv_native_bytes", "bytes of those")         \
     _(RNDV_TRUNCATED, "rndv_truncated", "rendezvous messages truncated") \

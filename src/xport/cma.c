@@ -27,7 +27,7 @@ static ftw_status_t cma_error(int pid, int err)
 }
 
 /* Read len bytes, looping on partial reads. */
-static ftw_status_t cma_pull(int pid, uint64_t addr, void *local, size_t len)
+static ftw_status_t cma_read(int pid, uint64_t addr, void *local, size_t len)
 {
     size_t done = 0;
 
@@ -53,7 +53,7 @@ static ftw_status_t cma_reach(int peer, const ftw_xport_peer_t *p)
     ftw_status_t st;
 
     if (p->host != 0 && p->pid > 0 && p->probe_addr != 0)
-        st = cma_pull(p->pid, p->probe_addr, &word, sizeof(word));
+        st = cma_read(p->pid, p->probe_addr, &word, sizeof(word));
     else
         st = FTW_ST_UNSUPPORTED;
     if (st == FTW_OK && word != ftw_xport_probe_value(p->pid))
@@ -65,8 +65,33 @@ static ftw_status_t cma_reach(int peer, const ftw_xport_peer_t *p)
     return st;
 }
 
+static ftw_status_t cma_pull(const ftw_xport_src_t *src, uint64_t addr,
+                             void *local, size_t len)
+{
+    return cma_read(src->pid, addr, local, len);
+}
+
+/* Nothing to do: the receiver reads the sender's memory as it is. */
+static ftw_status_t cma_expose(int peer, uint64_t addr, size_t len,
+                               const void *owner, int32_t *key_p)
+{
+    (void)peer;
+    (void)addr;
+    (void)len;
+    (void)owner;
+    *key_p = 0;
+    return FTW_OK;
+}
+
+static void cma_release(const void *owner)
+{
+    (void)owner;
+}
+
 const ftw_xport_ops_t ftw_xport_cma_ops = {
     .name = "cma",
     .reach = cma_reach,
     .pull = cma_pull,
+    .expose = cma_expose,
+    .release = cma_release,
 };

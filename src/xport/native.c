@@ -10,18 +10,36 @@ static ftw_status_t native_reach(int peer, const ftw_xport_peer_t *p)
 }
 
 /* The stub for what native cannot do: ftwrap never pulls over it. */
-static ftw_status_t native_pull(int pid, uint64_t addr, void *local,
-                                size_t len)
+static ftw_status_t native_pull(const ftw_xport_src_t *src, uint64_t addr,
+                                void *local, size_t len)
 {
-    (void)pid;
+    (void)src;
     (void)addr;
     (void)local;
     (void)len;
     return FTW_ST_UNSUPPORTED;
 }
 
+static ftw_status_t native_expose(int peer, uint64_t addr, size_t len,
+                                  const void *owner, int32_t *key_p)
+{
+    (void)peer;
+    (void)addr;
+    (void)len;
+    (void)owner;
+    (void)key_p;
+    return FTW_ST_UNSUPPORTED;
+}
+
+static void native_release(const void *owner)
+{
+    (void)owner;
+}
+
 const ftw_xport_ops_t ftw_xport_native_ops = {
     .name = "native",
     .reach = native_reach,
     .pull = native_pull,
+    .expose = native_expose,
+    .release = native_release,
 };

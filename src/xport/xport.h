@@ -1,9 +1,12 @@
 /*
  * Transports of the rendezvous: how a receiver reads a sender's memory.
- * One ops table per transport (cma.c, native.c), filled with designated
- * initializers; an entry a transport cannot do points to a stub that
- * returns FTW_ST_UNSUPPORTED.  native moves nothing itself: a message
- * whose peer only native reaches goes through the MPI unchanged.
+ * One ops table per transport (cma.c, shm.c, native.c), filled with
+ * designated initializers; an entry a transport cannot do points to a
+ * stub that returns FTW_ST_UNSUPPORTED.  native moves nothing itself: a
+ * message whose peer only native reaches goes through the MPI unchanged.
+ * cma reads the sender's memory directly; shm needs the sender to expose
+ * the range and to serve the receiver's requests from its progress
+ * (ftw_xport_progress).
  *
  * The table of peers (pid, host, probe address) is gathered once at
  * MPI_Init; a transport is probed for a peer the first time a message
@@ -12,6 +15,7 @@
 #ifndef FTW_XPORT_XPORT_H
 #define FTW_XPORT_XPORT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +24,7 @@
 typedef enum {
     FTW_XPORT_ID_NATIVE = 0,
     FTW_XPORT_ID_CMA = 1,
+    FTW_XPORT_ID_SHM = 2,
     FTW_XPORT_ID_COUNT
 } ftw_xport_id_t;
 
@@ -31,18 +36,52 @@ typedef struct {
     uint64_t probe_addr;    /* address of the peer's probe word */
 } ftw_xport_peer_t;
 
+/* The sender of a message, as its RTS describes it to the receiver. */
+typedef struct {
+    int32_t world;          /* its world rank */
+    int32_t pid;
+    int32_t key;            /* what expose gave it (shm: its segment fd) */
+} ftw_xport_src_t;
+
 typedef struct ftw_xport_ops {
     const char *name;
     /* FTW_OK if this transport can move data from world rank peer to
      * this process (probed with a real read; called once per peer). */
     ftw_status_t (*reach)(int peer, const ftw_xport_peer_t *p);
-    /* Read len bytes at addr in process pid into local.  A dead process
-     * gives FTW_ST_PEER_FAILED. */
-    ftw_status_t (*pull)(int pid, uint64_t addr, void *local, size_t len);
+    /* Receiver: read len bytes at addr in the sender src into local.  A
+     * dead sender gives FTW_ST_PEER_FAILED; FTW_ST_UNSUPPORTED means
+     * nothing was read and another transport may try. */
+    ftw_status_t (*pull)(const ftw_xport_src_t *src, uint64_t addr,
+                         void *local, size_t len);
+    /* Sender: let world rank peer pull [addr, addr + len) until
+     * release(owner); *key_p goes into the RTS. */
+    ftw_status_t (*expose)(int peer, uint64_t addr, size_t len,
+                           const void *owner, int32_t *key_p);
+    /* Sender: the ranges exposed with owner are no longer readable (the
+     * send ended, whatever way); a no-op for an unknown owner. */
+    void (*release)(const void *owner);
 } ftw_xport_ops_t;
 
 extern const ftw_xport_ops_t ftw_xport_native_ops;
 extern const ftw_xport_ops_t ftw_xport_cma_ops;
+extern const ftw_xport_ops_t ftw_xport_shm_ops;
+
+/* Ranges the shm transport exposes now (relaxed reads). */
+extern _Atomic int ftw_xport_shm_exposed;
+
+/* Sender side of shm: answer the receivers' waiting requests, staying a
+ * little while they keep coming. */
+void ftw_xport_shm_serve(void);
+void ftw_xport_shm_fini(void);
+
+/* Progress of the transports, from every wait loop: shm serves its
+ * receivers while it exposes anything.  One relaxed load otherwise. */
+static inline void ftw_xport_progress(void)
+{
+    if (__builtin_expect(atomic_load_explicit(&ftw_xport_shm_exposed,
+                                              memory_order_relaxed) != 0, 0))
+        ftw_xport_shm_serve();
+}
 
 /* The word a peer's probe read must find: derived from the pid. */
 static inline uint64_t ftw_xport_probe_value(int32_t pid)
@@ -58,6 +97,10 @@ void ftw_xport_fini(void);
 /* The transport for messages from this process's view to and from world
  * rank peer (probed on first use, then cached). */
 ftw_xport_id_t ftw_xport_for(int peer);
+
+/* The transport for a message of size bytes to world rank peer: what
+ * FTW_XPORT asks for, or with auto the faster one at that size. */
+ftw_xport_id_t ftw_xport_for_size(int peer, uint64_t size);
 
 /* The ops table of a transport id; native for an unknown id. */
 const ftw_xport_ops_t *ftw_xport_ops(int id);

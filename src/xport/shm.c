@@ -1,0 +1,628 @@
+/*
+ * The shm transport: a receiver-driven pipelined pull through a segment
+ * per (sender, receiver) pair.  The receiver writes requests (an address
+ * range of the message and a request number) into the slots of the
+ * segment; the sender, from inside its own MPI calls (its FIN wait, any
+ * progress pass), copies each requested fragment of its buffer into the
+ * slot and answers with the request number; the receiver copies the
+ * fragment out and asks for the next one in that slot.  With several
+ * slots both copies run at once, on two cores, through memory that stays
+ * in cache.
+ *
+ * The segment is a memfd the sender creates for one receiver, announced
+ * by its fd number in the RTS; the receiver takes a duplicate with
+ * pidfd_getfd and maps it.  A memfd rather than shm_open: the segment
+ * never has a name, so nothing can be left in /dev/shm whichever side is
+ * killed at whatever moment (a named segment exists from its creation
+ * until both sides have mapped and unlinked it, and a SIGKILL in that
+ * window leaves the file), and no extra message is needed to say that a
+ * segment exists.  pidfd_getfd needs the same ptrace permission as
+ * process_vm_readv, which the cma probe checks, plus Linux 5.6, checked
+ * once by a real duplicate of one of this process's own descriptors.
+ *
+ * Safety: the sender copies only from ranges it exposed for that
+ * receiver (ftw_xport_ops_t.expose) and still exposes; a request for
+ * anything else gets an error answer, never a read of freed memory.  The
+ * receiver only ever reads the segment.  Flags are C11 atomics: the
+ * request number is published with release after its range, and the
+ * answer with release after the data; each side reads with acquire.
+ */
+#define _GNU_SOURCE
+#include "xport/xport.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "detect/detect.h"
+#include "util/config.h"
+#include "util/log.h"
+
+#define SHM_MAGIC 0x66747773686d3031ull     /* "ftwshm01" */
+#define SHM_LINE 64
+#define SHM_MAX_SLOTS 64
+#define SHM_SPINS_BEFORE_YIELD 20000
+#define SHM_SERVE_LINGER 256    /* idle scans a busy server waits on */
+#define SHM_MIN_FRAG 16384
+#define SHM_STALL_MS 20.0       /* a silent sender: read it with cma */
+
+/* One slot: the receiver's line (request) and the sender's (answer). */
+typedef struct {
+    _Alignas(SHM_LINE) _Atomic uint64_t req;   /* request number */
+    uint64_t addr;                              /* range asked for */
+    uint64_t len;
+    _Alignas(SHM_LINE) _Atomic uint64_t done;  /* request answered */
+    int64_t status;                             /* ftw_status_t */
+} shm_slot_t;
+
+/* The head of a segment; the slots' data follow at data_off. */
+typedef struct {
+    uint64_t magic;
+    int32_t pid;            /* the sender's */
+    int32_t peer;           /* the receiver's world rank */
+    uint64_t frag;          /* data bytes per slot */
+    uint64_t nslots;
+    uint64_t data_off;
+    shm_slot_t slot[];
+} shm_hdr_t;
+
+/* A range a sender exposes to one receiver, while owner lives. */
+typedef struct {
+    uint64_t addr, len;
+    const void *owner;
+} shm_expo_t;
+
+/* This process's side of one segment. */
+typedef struct {
+    shm_hdr_t *hdr;
+    size_t maplen;
+    int fd;                 /* out: the memfd; in: unused (-1) */
+    int peer;
+    int32_t key, pid;       /* in: the sender's fd number and pid */
+    uint64_t seq;           /* in: the last request number issued */
+    shm_expo_t *expo;       /* out: exposed ranges */
+    int nexpo, capexpo;
+    atomic_flag busy;       /* in: a pull is using it */
+} shm_seg_t;
+
+_Atomic int ftw_xport_shm_exposed;
+
+static pthread_mutex_t shm_lock = PTHREAD_MUTEX_INITIALIZER;
+static shm_seg_t **out_seg, **in_seg;   /* [world size], lazily */
+static int *out_list, out_n;            /* peers with an out segment */
+static int shm_npeers;
+static int getfd_ok = -1;               /* pidfd_getfd works: 1, 0 */
+
+static int pidfd_open_(pid_t pid)
+{
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int pidfd_getfd_(int pidfd, int fd)
+{
+    return (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* The per-peer tables, allocated on first use (shm_lock held). */
+static ftw_status_t shm_tables(void)
+{
+    if (out_seg != NULL)
+        return FTW_OK;
+    shm_npeers = ftw_detect_world_size();
+    out_seg = calloc((size_t)shm_npeers, sizeof(*out_seg));
+    in_seg = calloc((size_t)shm_npeers, sizeof(*in_seg));
+    out_list = calloc((size_t)shm_npeers, sizeof(*out_list));
+    if (out_seg == NULL || in_seg == NULL || out_list == NULL) {
+        free(out_seg);
+        free(in_seg);
+        free(out_list);
+        out_seg = in_seg = NULL;
+        out_list = NULL;
+        ftw_error("out of memory for the shm tables of %d peers",
+                  shm_npeers);
+        return FTW_ST_NO_MEMORY;
+    }
+    return FTW_OK;
+}
+
+/* Once: does pidfd_getfd work here (kernel, seccomp)?  A real duplicate
+ * of one of this process's own descriptors. */
+static int shm_getfd_works(void)
+{
+    int pfd, fd, probe;
+
+    if (getfd_ok >= 0)
+        return getfd_ok;
+    getfd_ok = 0;
+    probe = memfd_create("ftw-shm-probe", MFD_CLOEXEC);
+    pfd = pidfd_open_(getpid());
+    fd = pfd >= 0 && probe >= 0 ? pidfd_getfd_(pfd, probe) : -1;
+    if (fd >= 0) {
+        getfd_ok = 1;
+        close(fd);
+    } else {
+        ftw_info("pidfd_getfd does not work here (%m): no shm transport");
+    }
+    if (pfd >= 0)
+        close(pfd);
+    if (probe >= 0)
+        close(probe);
+    return getfd_ok;
+}
+
+/* The sender's segment for peer: a memfd of nslots * frag data bytes. */
+static shm_seg_t *seg_create(int peer)
+{
+    size_t frag = (ftw_cfg.shm_frag + SHM_LINE - 1) & ~(size_t)(SHM_LINE - 1);
+    size_t nslots = (size_t)ftw_cfg.shm_slots;
+    size_t off;
+    shm_seg_t *s = calloc(1, sizeof(*s));
+
+    frag = frag < 4096 ? 4096 : frag;
+    nslots = nslots < 1 ? 1 : nslots > SHM_MAX_SLOTS ? SHM_MAX_SLOTS : nslots;
+    off = sizeof(shm_hdr_t) + nslots * sizeof(shm_slot_t);
+
+    off = (off + 4095) & ~(size_t)4095;
+    if (s == NULL)
+        goto err;
+    s->maplen = off + nslots * frag;
+    s->fd = memfd_create("ftw-shm", MFD_CLOEXEC);
+    if (s->fd < 0 || ftruncate(s->fd, (off_t)s->maplen) < 0) {
+        ftw_error("memfd of %zu bytes for world rank %d: %m", s->maplen,
+                  peer);
+        goto err_close;
+    }
+    s->hdr = mmap(NULL, s->maplen, PROT_READ | PROT_WRITE, MAP_SHARED,
+                  s->fd, 0);
+    if (s->hdr == MAP_FAILED) {
+        ftw_error("mmap of the shm segment for world rank %d: %m", peer);
+        goto err_close;
+    }
+    *s->hdr = (shm_hdr_t){ .magic = SHM_MAGIC, .pid = (int32_t)getpid(),
+                           .peer = peer, .frag = frag, .nslots = nslots,
+                           .data_off = off };
+    s->peer = peer;
+    return s;
+
+err_close:
+    if (s->fd >= 0)
+        close(s->fd);
+err:
+    free(s);
+    return NULL;
+}
+
+static ftw_status_t shm_expose(int peer, uint64_t addr, size_t len,
+                               const void *owner, int32_t *key_p)
+{
+    ftw_status_t st = FTW_ST_NO_MEMORY;
+    shm_seg_t *s;
+
+    pthread_mutex_lock(&shm_lock);
+    if (shm_tables() != FTW_OK || peer < 0 || peer >= shm_npeers)
+        goto out;
+    s = out_seg[peer];
+    if (s == NULL && (s = seg_create(peer)) != NULL) {
+        out_seg[peer] = s;
+        out_list[out_n++] = peer;
+    }
+    if (s == NULL)
+        goto out;
+    if (s->nexpo == s->capexpo) {
+        int cap = s->capexpo ? 2 * s->capexpo : 8;
+        shm_expo_t *e = realloc(s->expo, sizeof(*e) * (size_t)cap);
+
+        if (e == NULL)
+            goto out;
+        s->expo = e;
+        s->capexpo = cap;
+    }
+    s->expo[s->nexpo++] = (shm_expo_t){ addr, len, owner };
+    atomic_fetch_add_explicit(&ftw_xport_shm_exposed, 1,
+                              memory_order_relaxed);
+    *key_p = s->fd;
+    st = FTW_OK;
+out:
+    pthread_mutex_unlock(&shm_lock);
+    return st;
+}
+
+static void shm_release(const void *owner)
+{
+    if (atomic_load_explicit(&ftw_xport_shm_exposed,
+                             memory_order_relaxed) == 0)
+        return;
+    pthread_mutex_lock(&shm_lock);
+    for (int i = 0; i < out_n; i++) {
+        shm_seg_t *s = out_seg[out_list[i]];
+
+        for (int j = 0; j < s->nexpo; j++) {
+            if (s->expo[j].owner != owner)
+                continue;
+            s->expo[j] = s->expo[--s->nexpo];
+            atomic_fetch_sub_explicit(&ftw_xport_shm_exposed, 1,
+                                      memory_order_relaxed);
+            goto out;
+        }
+    }
+out:
+    pthread_mutex_unlock(&shm_lock);
+}
+
+/* Nonzero if s still exposes [addr, addr + len). */
+static int seg_exposes(const shm_seg_t *s, uint64_t addr, uint64_t len)
+{
+    for (int j = 0; j < s->nexpo; j++) {
+        const shm_expo_t *e = &s->expo[j];
+
+        if (addr >= e->addr && len <= e->len && addr - e->addr <= e->len - len)
+            return 1;
+    }
+    return 0;
+}
+
+/* Answer every request waiting in s; the number answered. */
+static int seg_serve(shm_seg_t *s)
+{
+    shm_hdr_t *h = s->hdr;
+    char *data = (char *)h + h->data_off;
+    int n = 0;
+
+    for (uint64_t i = 0; i < h->nslots; i++) {
+        shm_slot_t *sl = &h->slot[i];
+        uint64_t r = atomic_load_explicit(&sl->req, memory_order_acquire);
+        uint64_t addr, len;
+
+        if (r == atomic_load_explicit(&sl->done, memory_order_relaxed))
+            continue;
+        /* Read once: a receiver that gave up on this request may be
+         * writing the next one; what is checked is what is copied. */
+        addr = sl->addr;
+        len = sl->len;
+        if (len <= h->frag && seg_exposes(s, addr, len)) {
+            memcpy(data + i * h->frag, (const void *)(uintptr_t)addr, len);
+            sl->status = FTW_OK;
+        } else {
+            sl->status = FTW_ST_IO_ERROR;
+        }
+        atomic_store_explicit(&sl->done, r, memory_order_release);
+        n++;
+    }
+    return n;
+}
+
+/* A sender's segment whose receiver failed: nobody will ask again. */
+static void seg_drop_out(int i)
+{
+    shm_seg_t *s = out_seg[out_list[i]];
+
+    atomic_fetch_sub_explicit(&ftw_xport_shm_exposed, s->nexpo,
+                              memory_order_relaxed);
+    out_seg[out_list[i]] = NULL;
+    out_list[i] = out_list[--out_n];
+    munmap(s->hdr, s->maplen);
+    close(s->fd);
+    free(s->expo);
+    free(s);
+}
+
+void ftw_xport_shm_serve(void)
+{
+    int idle = 0;
+
+    if (pthread_mutex_trylock(&shm_lock) != 0)
+        return;     /* another thread serves */
+    /* While a receiver is pulling, stay: its next request comes as soon
+     * as it has copied a fragment out. */
+    while (idle < SHM_SERVE_LINGER) {
+        int n = 0;
+
+        for (int i = 0; i < out_n; i++) {
+            if (ftw_detect_is_failed(out_list[i])) {
+                seg_drop_out(i--);
+                continue;
+            }
+            n += seg_serve(out_seg[out_list[i]]);
+        }
+        if (n > 0) {
+            idle = 0;
+        } else if (atomic_load_explicit(&ftw_xport_shm_exposed,
+                                        memory_order_relaxed) == 0) {
+            break;
+        } else {
+            idle++;
+            cpu_relax();
+        }
+    }
+    pthread_mutex_unlock(&shm_lock);
+}
+
+/* ---- receiver ----------------------------------------------------------- */
+
+/* Map the segment the sender src announced (its fd src->key). */
+static ftw_status_t seg_attach(const ftw_xport_src_t *src, shm_seg_t **s_p)
+{
+    shm_seg_t *s;
+    struct stat sb;
+    int pfd, fd;
+
+    pfd = pidfd_open_(src->pid);
+    fd = pfd >= 0 ? pidfd_getfd_(pfd, src->key) : -1;
+    if (fd < 0) {
+        int err = errno;
+
+        if (pfd >= 0)
+            close(pfd);
+        if (err == ESRCH || ftw_detect_is_failed(src->world))
+            return FTW_ST_PEER_FAILED;
+        errno = err;
+        ftw_warn_sparse("pidfd_getfd of world rank %d's segment: %m",
+                        src->world);
+        return FTW_ST_UNSUPPORTED;
+    }
+    close(pfd);
+    s = calloc(1, sizeof(*s));
+    if (s == NULL || fstat(fd, &sb) < 0 || sb.st_size < (off_t)sizeof(*s->hdr))
+        goto err_close;
+    s->maplen = (size_t)sb.st_size;
+    s->hdr = mmap(NULL, s->maplen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (s->hdr == MAP_FAILED)
+        goto err_close;
+    close(fd);
+    if (s->hdr->magic != SHM_MAGIC || s->hdr->pid != src->pid ||
+        s->hdr->nslots == 0 || s->hdr->nslots > SHM_MAX_SLOTS ||
+        s->hdr->data_off + s->hdr->nslots * s->hdr->frag > s->maplen) {
+        ftw_warn_sparse("world rank %d's fd %d is no shm segment",
+                        src->world, src->key);
+        munmap(s->hdr, s->maplen);
+        free(s);
+        return FTW_ST_IO_ERROR;
+    }
+    s->fd = -1;
+    s->peer = src->world;
+    s->key = src->key;
+    s->pid = src->pid;
+    for (uint64_t i = 0; i < s->hdr->nslots; i++) {
+        uint64_t r = atomic_load_explicit(&s->hdr->slot[i].req,
+                                          memory_order_relaxed);
+        s->seq = r > s->seq ? r : s->seq;
+    }
+    atomic_flag_clear(&s->busy);
+    *s_p = s;
+    return FTW_OK;
+
+err_close:
+    ftw_warn_sparse("cannot map world rank %d's shm segment: %m",
+                    src->world);
+    free(s);
+    close(fd);
+    return FTW_ST_IO_ERROR;
+}
+
+/* The receiver's segment from src, mapped on first use. */
+static ftw_status_t seg_in(const ftw_xport_src_t *src, shm_seg_t **s_p)
+{
+    shm_seg_t *s;
+    ftw_status_t st;
+
+    pthread_mutex_lock(&shm_lock);
+    st = shm_tables();
+    if (st == FTW_OK && (src->world < 0 || src->world >= shm_npeers))
+        st = FTW_ST_INVALID_PARAM;
+    if (st != FTW_OK)
+        goto out;
+    s = in_seg[src->world];
+    if (s != NULL && (s->key != src->key || s->pid != src->pid)) {
+        st = FTW_ST_IO_ERROR;   /* a sender has one segment for us */
+        goto out;
+    }
+    if (s == NULL) {
+        st = seg_attach(src, &s);
+        if (st != FTW_OK)
+            goto out;
+        in_seg[src->world] = s;
+    }
+    *s_p = s;
+out:
+    pthread_mutex_unlock(&shm_lock);
+    return st;
+}
+
+/* Ask for fragment k (of fsz bytes) of the pull of len bytes at addr. */
+static void frag_ask(shm_seg_t *s, uint64_t k, uint64_t fsz, uint64_t addr,
+                     size_t len)
+{
+    shm_slot_t *sl = &s->hdr->slot[k % s->hdr->nslots];
+    uint64_t off = k * fsz;
+
+    sl->addr = addr + off;
+    sl->len = len - off < fsz ? len - off : fsz;
+    atomic_store_explicit(&sl->req, ++s->seq, memory_order_release);
+}
+
+/* Fragment size for a pull of len bytes: small enough that every slot
+ * has work (a message of one fragment would not overlap the copies), at
+ * most a slot. */
+static uint64_t frag_size(const shm_hdr_t *h, size_t len)
+{
+    uint64_t f = (len / h->nslots + 4095) & ~(uint64_t)4095;
+
+    f = f < SHM_MIN_FRAG ? SHM_MIN_FRAG : f;
+    return f < h->frag ? f : h->frag;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Wait for the answer to request number want in sl, watching the
+ * sender and serving this process's own receivers meanwhile.  A sender
+ * that answers nothing for SHM_STALL_MS is not inside an MPI call that
+ * ftwrap drives (it computes, or waits in a call passed straight to the
+ * MPI): FTW_ST_UNSUPPORTED then, and the caller reads the rest with
+ * cma, which needs no help from the sender. */
+static ftw_status_t frag_wait(shm_seg_t *s, shm_slot_t *sl, uint64_t want)
+{
+    unsigned spins = 0;
+    double t0 = 0;
+
+    while (atomic_load_explicit(&sl->done, memory_order_acquire) != want) {
+        if ((++spins & 255) == 0) {
+            ftw_detect_peek();
+            if (ftw_detect_is_failed(s->peer))
+                return FTW_ST_PEER_FAILED;
+        }
+        if ((spins & 4095) == 0) {
+            if (t0 == 0)
+                t0 = now_ms();
+            else if (now_ms() - t0 > SHM_STALL_MS)
+                return FTW_ST_UNSUPPORTED;
+        }
+        if ((spins & 15) == 0 &&
+            atomic_load_explicit(&ftw_xport_shm_exposed,
+                                 memory_order_relaxed) != 0)
+            ftw_xport_shm_serve();
+        if (spins > SHM_SPINS_BEFORE_YIELD && (spins & 15) == 0)
+            sched_yield();
+        else
+            cpu_relax();
+    }
+    return (ftw_status_t)sl->status;
+}
+
+/* Fault injection as cma pulls are chunked: once for each
+ * FTW_RNDV_CHUNK boundary in the fragment at off (fsz bytes of len). */
+static void frag_inject(const ftw_xport_src_t *src, uint64_t off,
+                        uint64_t fsz, uint64_t len)
+{
+    uint64_t chunk = ftw_cfg.rndv_chunk ? ftw_cfg.rndv_chunk : len;
+    uint64_t end = off + fsz < len ? off + fsz : len;
+
+    for (uint64_t c = (off + chunk - 1) / chunk * chunk; c < end; c += chunk) {
+        ftw_inject(FTW_INJECT_PULL);
+        ftw_inject_pulled(src->world, src->pid);
+    }
+}
+
+/* The pipeline: up to nslots fragments asked ahead, copied out in order. */
+static ftw_status_t seg_pull(shm_seg_t *s, const ftw_xport_src_t *src,
+                             uint64_t addr, char *dst, size_t len)
+{
+    shm_hdr_t *h = s->hdr;
+    const char *data = (const char *)h + h->data_off;
+    uint64_t fsz = frag_size(h, len);
+    uint64_t nfrag = (len + fsz - 1) / fsz, asked = 0;
+    uint64_t seq0 = s->seq + 1;
+
+    for (uint64_t k = 0; k < nfrag; k++) {
+        shm_slot_t *sl = &h->slot[k % h->nslots];
+        size_t off = k * fsz, n = len - off < fsz ? len - off : fsz;
+        ftw_status_t st;
+
+        for (; asked < nfrag && asked < k + h->nslots; asked++) {
+            frag_inject(src, asked * fsz, fsz, len);
+            frag_ask(s, asked, fsz, addr, len);
+        }
+        /* On an error the requests still out are left: their numbers
+         * are never asked for again, and the sender answers a slot only
+         * at its latest number, so a late answer cannot pass for the
+         * answer to a later request. */
+        st = frag_wait(s, sl, seq0 + k);
+        if (st == FTW_ST_UNSUPPORTED)
+            return ftw_xport_cma_ops.pull(src, addr + off, dst + off,
+                                          len - off);
+        if (st != FTW_OK)
+            return st;
+        memcpy(dst + off, data + (k % h->nslots) * h->frag, n);
+    }
+    return FTW_OK;
+}
+
+/* A receiver's segment whose sender failed (shm_lock held). */
+static void seg_drop_in(int peer)
+{
+    shm_seg_t *s = in_seg[peer];
+
+    if (s == NULL)
+        return;
+    in_seg[peer] = NULL;
+    munmap(s->hdr, s->maplen);
+    free(s);
+}
+
+static ftw_status_t shm_pull(const ftw_xport_src_t *src, uint64_t addr,
+                             void *local, size_t len)
+{
+    shm_seg_t *s;
+    ftw_status_t st;
+
+    if (ftw_detect_is_failed(src->world))
+        return FTW_ST_PEER_FAILED;
+    st = seg_in(src, &s);
+    if (st != FTW_OK)
+        return st;
+    if (atomic_flag_test_and_set_explicit(&s->busy, memory_order_acquire))
+        return FTW_ST_UNSUPPORTED;  /* another thread pulls: use cma */
+    st = seg_pull(s, src, addr, local, len);
+    atomic_flag_clear_explicit(&s->busy, memory_order_release);
+    if (st == FTW_ST_PEER_FAILED) {
+        pthread_mutex_lock(&shm_lock);
+        seg_drop_in(src->world);
+        pthread_mutex_unlock(&shm_lock);
+    }
+    return st;
+}
+
+/* shm needs what cma needs (ptrace permission, probed by a real read)
+ * and a working pidfd_getfd. */
+static ftw_status_t shm_reach(int peer, const ftw_xport_peer_t *p)
+{
+    ftw_status_t st = ftw_xport_cma_ops.reach(peer, p);
+
+    if (st == FTW_OK && !shm_getfd_works())
+        st = FTW_ST_UNSUPPORTED;
+    return st;
+}
+
+void ftw_xport_shm_fini(void)
+{
+    pthread_mutex_lock(&shm_lock);
+    while (out_n > 0)
+        seg_drop_out(out_n - 1);
+    for (int i = 0; in_seg != NULL && i < shm_npeers; i++)
+        seg_drop_in(i);
+    free(out_seg);
+    free(in_seg);
+    free(out_list);
+    out_seg = in_seg = NULL;
+    out_list = NULL;
+    pthread_mutex_unlock(&shm_lock);
+}
+
+const ftw_xport_ops_t ftw_xport_shm_ops = {
+    .name = "shm",
+    .reach = shm_reach,
+    .pull = shm_pull,
+    .expose = shm_expose,
+    .release = shm_release,
+};
