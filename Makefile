@@ -63,7 +63,7 @@ build/$(1)/libftwrap.so: $$(OBJS_$(1)) build/$(1)/wrap/.stamp src/ftwrap.map wra
 	    -o build/$(1)/wrapobj/$$$$(basename $$$${f%.c}).o || exit 1; \
 	done
 	mpicc.$(1) -shared -Wl,--version-script=src/ftwrap.map -Wl,-z,defs \
-	  -o $$@ $$(OBJS_$(1)) build/$(1)/wrapobj/*.o -lunwind -lpthread
+	  -o $$@ $$(OBJS_$(1)) build/$(1)/wrapobj/*.o -lunwind -libverbs -lpthread
 
 build/$(1)/tests/%: tests/%.c $$(wildcard tests/*.h) include/ftwrap.h include/mpi-ext.h build/$(1)/libftwrap.so
 	@mkdir -p build/$(1)/tests

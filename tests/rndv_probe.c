@@ -6,7 +6,7 @@
  * Rank 0 sends with MPI_Isend, rank 1 probes and receives; every payload
  * is checked byte for byte against its pattern.  Asserts:
  *  - MPI_Probe / MPI_Iprobe loop, then MPI_Recv into a buffer of exactly
- *    the probed size: sizes 20 B, 48 B (the RTS's size), 64 KiB, 1 MiB+7,
+ *    the probed size: sizes 20 B, 56 B (the RTS's size), 64 KiB, 1 MiB+7,
  *    3 MiB; probe and receive statuses agree on source, tag and count;
  *  - MPI_Mprobe + MPI_Mrecv and MPI_Improbe + MPI_Imrecv + MPI_Wait, the
  *    same sizes;
@@ -23,7 +23,7 @@
 #include <string.h>
 
 #define NSZ 5
-static const size_t sizes[NSZ] = {20, 48, 65536, (1u << 20) + 7, 3u << 20};
+static const size_t sizes[NSZ] = {20, 56, 65536, (1u << 20) + 7, 3u << 20};
 static int rank;
 
 static uint64_t seed_of(int test, int i)
@@ -121,7 +121,7 @@ static int probe_recv(int method)
  * it and the later ones in send order. */
 static int wildcard_order(void)
 {
-    static const size_t len[4] = {1u << 20, 20, 300000, 48};
+    static const size_t len[4] = {1u << 20, 20, 300000, 56};
     static const int tag[4] = {5, 6, 5, 7};
     MPI_Request req[4];
     MPI_Status st[4], pst;

@@ -33,6 +33,65 @@ typedef struct {
 static loose_t *loose;
 static int loose_n, loose_cap;
 
+/* What a transport exposed for a send in flight (a pinned registration),
+ * released when the FIN comes, when the receiver fails, or when the send's
+ * owned block turns up again for a new send (the old one is over). */
+typedef struct {
+    const void *owned;
+    void *mem;
+    int world, xport;
+} held_t;
+
+static held_t *held;
+static int held_n, held_cap;
+
+static void held_release(int i)
+{
+    ftw_xport_ops(held[i].xport)->release(held[i].mem);
+    held[i] = held[--held_n];
+}
+
+/* Release what was held for the send whose owned block this is. */
+static void held_drop(const void *owned)
+{
+    for (int i = 0; i < held_n; i++)
+        if (held[i].owned == owned) {
+            held_release(i);
+            return;
+        }
+}
+
+static void held_add(const void *owned, int world, int xport, void *mem)
+{
+    if (mem == NULL)
+        return;
+    held_drop(owned);
+    if (held_n == held_cap) {
+        int cap = held_cap ? 2 * held_cap : 16;
+        held_t *h = realloc(held, sizeof(*h) * (size_t)cap);
+
+        if (h == NULL) {
+            /* Never release what a peer may still read. */
+            ftw_warn_sparse("out of memory: a registration is kept");
+            return;
+        }
+        held = h;
+        held_cap = cap;
+    }
+    held[held_n++] = (held_t){ .owned = owned, .mem = mem, .world = world,
+                               .xport = xport };
+}
+
+/* Release what was held for receivers that failed. */
+static void held_reap(void)
+{
+    for (int i = 0; i < held_n;)
+        if (ftw_detect_is_failed(held[i].world))
+            held_release(i);
+        else
+            i++;
+}
+
 /* Keep a small send until the MPI is done with its buffer. */
 void ftw_rndv_loose_add(MPI_Request req, void *buf)
 {
@@ -55,6 +114,8 @@ void ftw_rndv_loose_add(MPI_Request req, void *buf)
 
 void ftw_rndv_progress(void)
 {
+    if (held_n > 0)
+        held_reap();
     for (int i = 0; i < loose_n;) {
         int flag = 0;
 
@@ -128,6 +189,8 @@ void ftw_rndv_fini(void)
 {
     for (int i = 0; i < 100 && loose_n > 0; i++)
         ftw_rndv_progress();
+    while (held_n > 0)
+        held_release(0);
     ftw_rndv_min = 0;
 }
 
@@ -210,25 +273,30 @@ ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
                                  int xport, int tag, MPI_Comm native,
                                  int npeer, ftw_rndv_send_t *s_p)
 {
+    const ftw_xport_ops_t *x = ftw_xport_ops(xport);
     ftw_rts_t *rts;
     MPI_Request rts_req;
     ftw_rndv_send_t s;
-    uint64_t addr;
+    uint64_t addr, key;
+    void *mem;
     ftw_status_t st;
 
     ftw_rndv_progress();
     st = send_owned(buf, count, dt, size, &s.owned, &addr);
     if (st != FTW_OK)
         return st;
+    if (x->expose(world, (const void *)(uintptr_t)addr, (size_t)size, &key,
+                  &mem) != FTW_OK)
+        goto err_free_owned;
     rts = malloc(sizeof(*rts));
     if (rts == NULL)
-        goto err_free_owned;
+        goto err_release;
     *rts = (ftw_rts_t){ .cookie = { cookie[0], cookie[1] },
                         .size = (uint64_t)size, .addr = addr,
                         .pid = ftw_xport_self_pid(), .world = self_world,
                         .fin_tag = FIN_TAG_BASE +
                                    (int)(fin_seq++ % (unsigned)fin_tag_span),
-                        .xport = xport };
+                        .xport = xport, .key = key };
     if (PMPI_Irecv(s.owned, 1, MPI_UINT64_T, world, rts->fin_tag, rndv_comm,
                    &s.fin_req) != MPI_SUCCESS)
         goto err_free_rts;
@@ -236,6 +304,7 @@ ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
                    &rts_req) != MPI_SUCCESS)
         goto err_cancel_fin;
     ftw_rndv_loose_add(rts_req, rts);
+    held_add(s.owned, world, xport, mem);
     *s_p = s;
     return FTW_OK;
 
@@ -244,6 +313,8 @@ err_cancel_fin:
     PMPI_Wait(&s.fin_req, MPI_STATUS_IGNORE);
 err_free_rts:
     free(rts);
+err_release:
+    x->release(mem);
 err_free_owned:
     free(s.owned);
     ftw_error("cannot start a rendezvous send to world rank %d", world);
@@ -254,6 +325,7 @@ ftw_fin_code_t ftw_rndv_fin_code(const void *owned)
 {
     uint64_t code;
 
+    held_drop(owned);
     memcpy(&code, owned, sizeof(code));
     return (ftw_fin_code_t)code;
 }
@@ -279,7 +351,10 @@ static ftw_status_t rndv_pull(const ftw_rts_t *rts, char *dst, size_t len)
         ftw_inject_pulled(rts->world, rts->pid);
         if (ftw_detect_is_failed(rts->world))
             return FTW_ST_PEER_FAILED;
-        st = x->pull(rts->pid, rts->addr + off, dst + off, n);
+        st = x->pull_key(rts->world, rts->addr + off, rts->key, dst + off,
+                         n);
+        if (st == FTW_ST_UNSUPPORTED)
+            st = x->pull(rts->pid, rts->addr + off, dst + off, n);
         if (st != FTW_OK)
             return st;
         off += n;
@@ -354,8 +429,13 @@ static ftw_status_t recv_end(const ftw_rts_t *rts, ftw_status_t st,
         fin_send(rts, FTW_FIN_FAILED);
         return st;
     }
-    ftw_stat_add(FTW_STAT_RNDV_CMA, 1);
-    ftw_stat_add(FTW_STAT_RNDV_CMA_BYTES, (uint64_t)take);
+    if (rts->xport == FTW_XPORT_ID_VERBS) {
+        ftw_stat_add(FTW_STAT_RNDV_VERBS, 1);
+        ftw_stat_add(FTW_STAT_RNDV_VERBS_BYTES, (uint64_t)take);
+    } else {
+        ftw_stat_add(FTW_STAT_RNDV_CMA, 1);
+        ftw_stat_add(FTW_STAT_RNDV_CMA_BYTES, (uint64_t)take);
+    }
     if ((uint64_t)take < rts->size) {
         ftw_stat_add(FTW_STAT_RNDV_TRUNCATED, 1);
         fin_send(rts, FTW_FIN_TRUNCATED);

@@ -18,8 +18,10 @@
  * States of one message: sender POSTED -> (FIN) DONE | TRUNCATED, or
  * ABORTED when the receiver fails; receiver MATCHED -> PULLING -> DONE
  * | TRUNCATED (prefix pulled, NACK sent), or ABORTED when the sender
- * fails (no FIN: nobody to tell).  Nothing is registered or pinned, so
- * abort releases only the sender's packed copy (with its request).
+ * fails (no FIN: nobody to tell).  Abort releases the sender's packed
+ * copy (with its request) and what its transport exposed for the message
+ * (verbs with the pin fallback: a registration, released on the FIN or
+ * the receiver's failure; ODP memory needs nothing).
  */
 #ifndef FTW_RNDV_RNDV_H
 #define FTW_RNDV_RNDV_H
@@ -39,6 +41,7 @@ typedef struct {
     int32_t world;          /* the sender's world rank */
     int32_t fin_tag;        /* the tag its FIN receive waits for */
     int32_t xport;          /* ftw_xport_id_t to pull with */
+    uint64_t key;           /* the transport's key (verbs: the rkey) */
 } ftw_rts_t;
 
 #define FTW_RTS_SIZE ((int)sizeof(ftw_rts_t))

@@ -69,4 +69,7 @@ const ftw_xport_ops_t ftw_xport_cma_ops = {
     .name = "cma",
     .reach = cma_reach,
     .pull = cma_pull,
+    .expose = ftw_xport_expose_none,
+    .release = ftw_xport_release_none,
+    .pull_key = ftw_xport_pull_key_none,
 };

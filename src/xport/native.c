@@ -24,4 +24,7 @@ const ftw_xport_ops_t ftw_xport_native_ops = {
     .name = "native",
     .reach = native_reach,
     .pull = native_pull,
+    .expose = ftw_xport_expose_none,
+    .release = ftw_xport_release_none,
+    .pull_key = ftw_xport_pull_key_none,
 };

@@ -11,6 +11,7 @@
 static const ftw_xport_ops_t *const xport_table[FTW_XPORT_ID_COUNT] = {
     [FTW_XPORT_ID_NATIVE] = &ftw_xport_native_ops,
     [FTW_XPORT_ID_CMA] = &ftw_xport_cma_ops,
+    [FTW_XPORT_ID_VERBS] = &ftw_xport_verbs_ops,
 };
 
 /* Read by peers' probes: it must live as long as the process. */
@@ -18,7 +19,7 @@ static volatile uint64_t probe_word;
 
 static ftw_xport_peer_t *peers;
 static signed char *chosen;     /* [world size] ftw_xport_id_t, -1 unknown */
-static int npeers, self_pid;
+static int npeers, self_pid, self_world, verbs_up;
 static uint64_t self_host;
 
 const ftw_xport_ops_t *ftw_xport_ops(int id)
@@ -26,6 +27,33 @@ const ftw_xport_ops_t *ftw_xport_ops(int id)
     if (id < 0 || id >= FTW_XPORT_ID_COUNT)
         return &ftw_xport_native_ops;
     return xport_table[id];
+}
+
+ftw_status_t ftw_xport_expose_none(int peer, const void *addr, size_t len,
+                                   uint64_t *key_p, void **mem_p)
+{
+    (void)peer;
+    (void)addr;
+    (void)len;
+    *key_p = 0;
+    *mem_p = NULL;
+    return FTW_OK;
+}
+
+void ftw_xport_release_none(void *mem)
+{
+    (void)mem;
+}
+
+ftw_status_t ftw_xport_pull_key_none(int peer, uint64_t addr, uint64_t key,
+                                     void *local, size_t len)
+{
+    (void)peer;
+    (void)addr;
+    (void)key;
+    (void)local;
+    (void)len;
+    return FTW_ST_UNSUPPORTED;
 }
 
 int ftw_xport_self_pid(void)
@@ -45,11 +73,29 @@ static uint64_t host_id(void)
     return h ? h : 1;
 }
 
+/* Verbs is wanted when told, or (auto) when some process runs on another
+ * host: the same answer everywhere, as ftw_xport_verbs_init is collective.
+ * Connections are made here, with one MPI_Allgather, not lazily: see
+ * verbs.c. */
+static ftw_status_t xport_verbs_start(void)
+{
+    int remote = 0;
+
+    for (int i = 0; i < npeers; i++)
+        remote |= peers[i].host != self_host;
+    if (ftw_cfg.xport != FTW_XPORT_VERBS &&
+        !(ftw_cfg.xport == FTW_XPORT_AUTO && remote))
+        return FTW_OK;
+    verbs_up = ftw_xport_verbs_init(peers, npeers, self_world) == FTW_OK;
+    return FTW_OK;
+}
+
 ftw_status_t ftw_xport_init(void)
 {
     ftw_xport_peer_t mine = { 0 };
 
     PMPI_Comm_size(MPI_COMM_WORLD, &npeers);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &self_world);
     self_pid = (int)getpid();
     self_host = host_id();
     probe_word = ftw_xport_probe_value(self_pid);
@@ -70,7 +116,7 @@ ftw_status_t ftw_xport_init(void)
         ftw_error("MPI_Allgather of the transport addresses failed");
         goto err_free;
     }
-    return FTW_OK;
+    return xport_verbs_start();
 
 err_free:
     free(peers);
@@ -82,16 +128,42 @@ err_free:
 
 void ftw_xport_fini(void)
 {
+    if (verbs_up)
+        ftw_xport_verbs_fini();
+    verbs_up = 0;
     free(peers);
     free(chosen);
     peers = NULL;
     chosen = NULL;
 }
 
-/* The first choice a peer gets: cma on this host unless told native. */
+/* Verbs for a peer if wanted (told, or auto and another host) and a real
+ * read works; a device whose memory cannot be used sends natively. */
+static int xport_verbs_try(int peer, ftw_xport_id_t *id_p)
+{
+    if (!verbs_up || peer == self_world ||
+        (ftw_cfg.xport != FTW_XPORT_VERBS && peers[peer].host == self_host))
+        return 0;
+    if (ftw_xport_verbs_native())
+        *id_p = FTW_XPORT_ID_NATIVE;
+    else if (ftw_xport_verbs_ops.reach(peer, &peers[peer]) == FTW_OK)
+        *id_p = FTW_XPORT_ID_VERBS;
+    else
+        return 0;
+    return 1;
+}
+
+/* The first choice a peer gets: verbs if wanted and working, else cma on
+ * this host unless told native. */
 static ftw_xport_id_t xport_choose(int peer)
 {
-    if (ftw_cfg.xport == FTW_XPORT_NATIVE || peers[peer].host != self_host)
+    ftw_xport_id_t id;
+
+    if (ftw_cfg.xport == FTW_XPORT_NATIVE)
+        return FTW_XPORT_ID_NATIVE;
+    if (xport_verbs_try(peer, &id))
+        return id;
+    if (peers[peer].host != self_host)
         return FTW_XPORT_ID_NATIVE;
     if (ftw_xport_cma_ops.reach(peer, &peers[peer]) != FTW_OK)
         return FTW_XPORT_ID_NATIVE;
