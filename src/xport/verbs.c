@@ -23,11 +23,13 @@
 #include "xport/xport.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +44,7 @@
 #define SELFTEST_LEN (4 * 4096 + 123)
 #define SELFTEST_OFF 100
 #define SELFTEST_SECS 5
+#define BOUNCE_LEN (4u << 20)   /* page-aligned READs land here first */
 
 ftw_verbs_iface_t ftw_verbs;
 
@@ -400,58 +403,92 @@ static ftw_status_t read_run(struct ibv_qp *qp, int peer, uint64_t raddr,
 
 /* ---- the ODP self-test -------------------------------------------------- */
 
-/* Register src and dst as mode says (the implicit MR for both). */
-static ftw_status_t selftest_mrs(char *src, char *dst, ftw_verbs_mem_t mode,
+/* Register the two halves of the self-test's mapping as mode says (the
+ * implicit MR for both), page-aligned like the MR cache's. */
+static ftw_status_t selftest_mrs(char *map, size_t half, ftw_verbs_mem_t mode,
                                  struct ibv_mr **smr, struct ibv_mr **dmr)
 {
     *smr = *dmr = NULL;
     if (mode == FTW_VERBS_MEM_IMPLICIT)
-        return ftw_verbs_mr_get(src, SELFTEST_LEN, FTW_VERBS_MR_REMOTE,
+        return ftw_verbs_mr_get(map, half, FTW_VERBS_MR_REMOTE,
                                 smr) == FTW_OK ?
-               ftw_verbs_mr_get(dst, SELFTEST_LEN, FTW_VERBS_MR_LOCAL, dmr) :
+               ftw_verbs_mr_get(map + half, half, FTW_VERBS_MR_LOCAL, dmr) :
                FTW_ST_IO_ERROR;
-    if (ftw_verbs_mr_reg(src, SELFTEST_LEN + SELFTEST_OFF,
-                         FTW_VERBS_MR_REMOTE, FTW_VERBS_MEM_ODP, smr) != FTW_OK)
+    if (ftw_verbs_mr_reg(map, half, FTW_VERBS_MR_REMOTE, FTW_VERBS_MEM_ODP,
+                         smr) != FTW_OK)
         return FTW_ST_IO_ERROR;
-    return ftw_verbs_mr_reg(dst, SELFTEST_LEN, FTW_VERBS_MR_LOCAL,
+    return ftw_verbs_mr_reg(map + half, half, FTW_VERBS_MR_LOCAL,
                             FTW_VERBS_MEM_ODP, dmr);
 }
 
-/* One READ of SELFTEST_LEN bytes (several pages, several MTUs) between
- * two QPs of this process, through ODP memory as mode says; *bad_p: the
- * first wrong byte, or -1. */
-static ftw_status_t selftest_read(ftw_verbs_mem_t mode, long *bad_p)
+/* The first byte of the destination half of the self-test's mapping that
+ * is not what it should be (the data, or the guard pattern around it),
+ * as an offset from dst (may be negative), or LONG_MIN if all is right. */
+static long selftest_check(const char *map, size_t half, const char *src,
+                           const char *dst)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    struct ibv_qp *qa = NULL, *qb = NULL;
-    struct ibv_mr *smr = NULL, *dmr = NULL;
-    char *src = aligned_alloc(page, 8 * page), *dst = calloc(1, 8 * page);
-    ftw_status_t st = FTW_ST_NO_MEMORY;
+    for (const char *q = map + half; q < map + 2 * half; q++) {
+        long i = q - dst;
+        char want = i >= 0 && i < SELFTEST_LEN ? src[i] : (char)0xa5;
+
+        if (*q != want)
+            return i;
+    }
+    return LONG_MIN;
+}
+
+/* Two QPs of this process, connected to each other. */
+static ftw_status_t selftest_qps(struct ibv_qp **qa, struct ibv_qp **qb)
+{
     verbs_addr_t me;
 
-    *bad_p = -1;
-    if (src == NULL || dst == NULL)
-        goto out;
-    for (size_t i = 0; i < 8 * page; i++)
-        src[i] = (char)(i * 131 + i / 4096 + 7);
-    st = FTW_ST_IO_ERROR;
-    qa = qp_create();
-    qb = qp_create();
-    if (qa == NULL || qb == NULL)
-        goto out;
+    *qa = qp_create();
+    *qb = qp_create();
+    if (*qa == NULL || *qb == NULL)
+        return FTW_ST_IO_ERROR;
     addr_fill(&me, 1);
-    if (qp_connect(qa, &me, qb->qp_num) != FTW_OK ||
-        qp_connect(qb, &me, qa->qp_num) != FTW_OK ||
-        selftest_mrs(src, dst, mode, &smr, &dmr) != FTW_OK)
-        goto out;
-    st = read_run(qa, -1, (uintptr_t)src + SELFTEST_OFF, smr->rkey, dst,
-                  dmr->lkey, SELFTEST_LEN);
-    for (long i = 0; st == FTW_OK && i < SELFTEST_LEN; i++)
-        if (dst[i] != src[SELFTEST_OFF + i]) {
-            *bad_p = i;
-            break;
-        }
-out:
+    if (qp_connect(*qa, &me, (*qb)->qp_num) != FTW_OK ||
+        qp_connect(*qb, &me, (*qa)->qp_num) != FTW_OK)
+        return FTW_ST_IO_ERROR;
+    return FTW_OK;
+}
+
+/* One READ of SELFTEST_LEN bytes (several pages, several MTUs) between
+ * two QPs of this process, through ODP memory as mode says, source and
+ * destination soff and doff bytes into a page.  Both sit in one private
+ * mapping with guard bytes around them, so a READ that writes astray is
+ * caught here and hurts nothing else.  *bad_p: see selftest_check. */
+static ftw_status_t selftest_read(ftw_verbs_mem_t mode, size_t soff,
+                                  size_t doff, long *bad_p)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t half = (SELFTEST_LEN / page + 3) * page;
+    struct ibv_qp *qa = NULL, *qb = NULL;
+    struct ibv_mr *smr = NULL, *dmr = NULL;
+    char *map, *src, *dst;
+    ftw_status_t st;
+
+    *bad_p = LONG_MIN;
+    map = mmap(NULL, 2 * half, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) {
+        ftw_warn("verbs: mmap of %zu bytes for the ODP self-test: %m",
+                 2 * half);
+        return FTW_ST_NO_MEMORY;
+    }
+    memset(map, 0xa5, 2 * half);
+    src = map + page + soff;
+    dst = map + half + page + doff;
+    for (size_t i = 0; i < SELFTEST_LEN; i++)
+        src[i] = (char)(i * 131 + i / 4096 + 7);
+    st = selftest_qps(&qa, &qb);
+    if (st == FTW_OK)
+        st = selftest_mrs(map, half, mode, &smr, &dmr);
+    if (st == FTW_OK)
+        st = read_run(qa, -1, (uintptr_t)src, smr->rkey, dst, dmr->lkey,
+                      SELFTEST_LEN);
+    if (st == FTW_OK)
+        *bad_p = selftest_check(map, half, src, dst);
     if (mode != FTW_VERBS_MEM_IMPLICIT) {
         if (smr != NULL)
             ibv_dereg_mr(smr);
@@ -462,54 +499,73 @@ out:
         ibv_destroy_qp(qa);
     if (qb != NULL)
         ibv_destroy_qp(qb);
-    free(src);
-    free(dst);
+    munmap(map, 2 * half);
     return st;
 }
 
-/* The memory mode: ODP (implicit, else explicit) when the device offers
- * it for RC READ and the self-test reads right, else the fallback. */
-static void mem_choose(int loud)
+/* Refuse ODP: say why (device and active MTU), use the fallback. */
+static void odp_refuse(int loud, ftw_status_t st, long bad)
 {
-    int level = loud ? FTW_LOG_WARN : FTW_LOG_INFO;
     ftw_verbs_mem_t fb = ftw_cfg.verbs_fallback == FTW_VERBS_FALLBACK_PIN ?
                          FTW_VERBS_MEM_PIN : FTW_VERBS_MEM_NONE;
     const char *fbname = fb == FTW_VERBS_MEM_PIN ? "pin" : "native";
-    long bad = -1;
+
+    if (st == FTW_ST_UNSUPPORTED)
+        ftw_info("verbs: %s offers no ODP for RC READ; FTW_VERBS_FALLBACK=%s",
+                 dev_name(), fbname);
+    else if (st == FTW_OK)
+        ftw_log(loud ? FTW_LOG_WARN : FTW_LOG_INFO, "verbs: ODP refused on "
+                "%s at active MTU %d: a page-aligned RDMA READ of %d bytes "
+                "through ODP memory completed but byte %ld (from the "
+                "destination's start) is wrong; FTW_VERBS_FALLBACK=%s",
+                dev_name(), mtu_bytes(ftw_verbs.mtu), SELFTEST_LEN, bad,
+                fbname);
+    else
+        ftw_log(loud ? FTW_LOG_WARN : FTW_LOG_INFO, "verbs: ODP refused on "
+                "%s at active MTU %d: the self-test READ failed (%s); "
+                "FTW_VERBS_FALLBACK=%s", dev_name(), mtu_bytes(ftw_verbs.mtu),
+                ftw_status_string(st), fbname);
+    ftw_verbs_md_close();
+    ftw_verbs.mem = fb;
+}
+
+/* The memory mode: ODP (implicit, else explicit) when the device offers
+ * it for RC READ and the self-test reads right, else the fallback.  A
+ * device that gets page-aligned READs right but misplaces the others
+ * (rxe in Linux 7.3 ignores the offset into a page of an ODP access)
+ * keeps ODP with every READ page-aligned (odp_aligned, see pull_aligned). */
+static void mem_choose(int loud)
+{
+    long bad = LONG_MIN;
     ftw_status_t st;
 
     if (!(ftw_verbs.odp_caps & IBV_ODP_SUPPORT) ||
         !(ftw_verbs.rc_odp_caps & IBV_ODP_SUPPORT_READ)) {
-        ftw_info("verbs: %s offers no ODP for RC READ; "
-                 "FTW_VERBS_FALLBACK=%s", dev_name(), fbname);
-        ftw_verbs.mem = fb;
+        odp_refuse(0, FTW_ST_UNSUPPORTED, 0);
         return;
     }
     ftw_verbs.mem = ftw_verbs.odp_caps & IBV_ODP_SUPPORT_IMPLICIT ?
                     FTW_VERBS_MEM_IMPLICIT : FTW_VERBS_MEM_ODP;
     ftw_verbs_md_open();    /* may step down from implicit to explicit */
-    st = selftest_read(ftw_verbs.mem, &bad);
-    if (st == FTW_OK && bad < 0) {
-        ftw_info("verbs: %s, active MTU %d, GID index %d: %s ODP "
-                 "(self-test read %d bytes right)", dev_name(),
-                 mtu_bytes(ftw_verbs.mtu), ftw_verbs.gid_index,
-                 ftw_verbs.mem == FTW_VERBS_MEM_IMPLICIT ? "implicit"
-                                                         : "explicit",
-                 SELFTEST_LEN);
+    st = selftest_read(ftw_verbs.mem, 0, 0, &bad);
+    if (st != FTW_OK || bad != LONG_MIN) {
+        odp_refuse(loud, st, bad);
         return;
     }
-    if (st == FTW_OK)
-        ftw_log(level, "verbs: ODP refused on %s at active MTU %d: an RDMA "
-                "READ of %d bytes through ODP memory completed but byte %ld "
-                "is wrong; FTW_VERBS_FALLBACK=%s", dev_name(),
-                mtu_bytes(ftw_verbs.mtu), SELFTEST_LEN, bad, fbname);
-    else
-        ftw_log(level, "verbs: ODP refused on %s at active MTU %d: the "
-                "self-test READ failed (%s); FTW_VERBS_FALLBACK=%s",
+    st = selftest_read(ftw_verbs.mem, SELFTEST_OFF, SELFTEST_OFF / 2, &bad);
+    ftw_verbs.odp_aligned = st != FTW_OK || bad != LONG_MIN;
+    if (ftw_verbs.odp_aligned)
+        ftw_log(loud ? FTW_LOG_WARN : FTW_LOG_INFO, "verbs: ODP on %s at "
+                "active MTU %d misplaces data at addresses that are not "
+                "page-aligned (self-test: %s, byte %ld wrong): every READ "
+                "starts on a page boundary and lands in a bounce buffer",
                 dev_name(), mtu_bytes(ftw_verbs.mtu), ftw_status_string(st),
-                fbname);
-    ftw_verbs_md_close();
-    ftw_verbs.mem = fb;
+                bad);
+    ftw_info("verbs: %s, active MTU %d, GID index %d: %s ODP%s",
+             dev_name(), mtu_bytes(ftw_verbs.mtu), ftw_verbs.gid_index,
+             ftw_verbs.mem == FTW_VERBS_MEM_IMPLICIT ? "implicit"
+                                                     : "explicit",
+             ftw_verbs.odp_aligned ? ", page-aligned READs" : "");
 }
 
 /* ---- init and fini ------------------------------------------------------ */
@@ -618,6 +674,9 @@ ftw_status_t ftw_xport_verbs_init(const ftw_xport_peer_t *peers, int npeers,
         ftw_stat_add(ftw_verbs.mem == FTW_VERBS_MEM_PIN ? FTW_STAT_VERBS_PIN
                                                         : FTW_STAT_VERBS_ODP,
                      1);
+        ftw_stat_add(FTW_STAT_VERBS_ODP_ALIGNED,
+                     (uint64_t)(ftw_verbs.odp_aligned &&
+                                ftw_verbs.mem != FTW_VERBS_MEM_PIN));
         return FTW_OK;
     }
     if (st == FTW_OK && ftw_verbs.mem == FTW_VERBS_MEM_NONE) {
@@ -660,6 +719,33 @@ static ftw_status_t peer_read(int peer, uint64_t addr, uint32_t rkey,
     return st;
 }
 
+/* ODP that gets only page-aligned accesses right: READ whole pages of
+ * the sender from the page boundary below addr (its MR covers them: it
+ * is page-rounded, or implicit) into a page-aligned bounce buffer, and
+ * copy the message's bytes out. */
+static ftw_status_t pull_aligned(int peer, uint64_t addr, uint32_t rkey,
+                                 char *local, size_t len)
+{
+    static char *bounce;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t end = addr + len, r = addr & ~(page - 1), n;
+    struct ibv_mr *mr;
+    ftw_status_t st;
+
+    if (bounce == NULL && (bounce = aligned_alloc(page, BOUNCE_LEN)) == NULL)
+        return FTW_ST_NO_MEMORY;
+    st = ftw_verbs_mr_get(bounce, BOUNCE_LEN, FTW_VERBS_MR_LOCAL, &mr);
+    for (; st == FTW_OK && r < end; r += n) {
+        uint64_t from = r < addr ? addr : r;
+
+        n = end - r < BOUNCE_LEN ? end - r : BOUNCE_LEN;
+        st = peer_read(peer, r, rkey, bounce, n, mr);
+        if (st == FTW_OK)
+            memcpy(local + (from - addr), bounce + (from - r), r + n - from);
+    }
+    return st;
+}
+
 static ftw_status_t verbs_pull_key(int peer, uint64_t addr, uint64_t key,
                                    void *local, size_t len)
 {
@@ -667,10 +753,14 @@ static ftw_status_t verbs_pull_key(int peer, uint64_t addr, uint64_t key,
     ftw_status_t st;
 
     pthread_mutex_lock(&vb.lock);
-    st = ftw_verbs_mr_get(local, len, FTW_VERBS_MR_LOCAL, &mr);
-    if (st == FTW_OK) {
-        st = peer_read(peer, addr, (uint32_t)key, local, len, mr);
-        ftw_verbs_mr_put(mr);
+    if (ftw_verbs.odp_aligned) {
+        st = pull_aligned(peer, addr, (uint32_t)key, local, len);
+    } else {
+        st = ftw_verbs_mr_get(local, len, FTW_VERBS_MR_LOCAL, &mr);
+        if (st == FTW_OK) {
+            st = peer_read(peer, addr, (uint32_t)key, local, len, mr);
+            ftw_verbs_mr_put(mr);
+        }
     }
     pthread_mutex_unlock(&vb.lock);
     return st;

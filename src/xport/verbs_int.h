@@ -42,6 +42,7 @@ typedef struct {
     uint64_t odp_caps;          /* general ODP caps, 0 without ODP */
     uint32_t rc_odp_caps;
     ftw_verbs_mem_t mem;
+    int odp_aligned;            /* ODP READs must start page-aligned */
 } ftw_verbs_iface_t;
 
 extern ftw_verbs_iface_t ftw_verbs;
