@@ -334,7 +334,7 @@ static ftw_status_t cq_wait(struct ibv_qp *qp, int peer, int n)
     struct timespec t0, t;
     ftw_status_t st = FTW_OK;
     unsigned spin = 0;
-    int killed = 0;
+    int killed = 0, slow = 0;
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
     while (n > 0) {
@@ -357,13 +357,19 @@ static ftw_status_t cq_wait(struct ibv_qp *qp, int peer, int n)
         if (got > 0 || killed || (++spin & 63) != 0)
             continue;
         sched_yield();
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (peer >= 0 && t.tv_sec - t0.tv_sec >= 2 && !slow) {
+            slow = 1;
+            ftw_warn_sparse("verbs: %d READs from world rank %d on %s "
+                            "still outstanding after 2 s", n, peer,
+                            dev_name());
+        }
         if (peer >= 0) {
             ftw_detect_peek();
             if (!ftw_detect_is_failed(peer))
                 continue;
             st = FTW_ST_PEER_FAILED;
         } else {
-            clock_gettime(CLOCK_MONOTONIC, &t);
             if (t.tv_sec - t0.tv_sec < SELFTEST_SECS)
                 continue;
             st = FTW_ST_IO_ERROR;
@@ -752,6 +758,9 @@ static ftw_status_t verbs_pull_key(int peer, uint64_t addr, uint64_t key,
     struct ibv_mr *mr;
     ftw_status_t st;
 
+    ftw_debug("verbs: READ %zu bytes at 0x%llx key 0x%llx of world rank %d "
+              "into %p", len, (unsigned long long)addr,
+              (unsigned long long)key, peer, local);
     pthread_mutex_lock(&vb.lock);
     if (ftw_verbs.odp_aligned) {
         st = pull_aligned(peer, addr, (uint32_t)key, local, len);
