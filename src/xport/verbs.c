@@ -26,7 +26,6 @@
 #include <limits.h>
 #include <mpi.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -44,6 +43,7 @@
 #define SELFTEST_LEN (4 * 4096 + 123)
 #define SELFTEST_OFF 100
 #define SELFTEST_SECS 5
+#define STALL_SECS 30           /* a READ that makes no progress: error */
 #define BOUNCE_LEN (4u << 20)   /* page-aligned READs land here first */
 
 ftw_verbs_iface_t ftw_verbs;
@@ -262,8 +262,11 @@ static ftw_status_t qp_connect(struct ibv_qp *qp, const verbs_addr_t *a,
                      .grh = { .sgid_index = (uint8_t)ftw_verbs.gid_index,
                               .hop_limit = 64 } },
     };
+    /* timeout 18: 1.07 s per retry.  A dead peer is noticed by the
+     * detector, not by retries; a live one may be slow (rxe in a TCG VM
+     * timed out at 14, 67 ms). */
     struct ibv_qp_attr rts = {
-        .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
+        .qp_state = IBV_QPS_RTS, .timeout = 18, .retry_cnt = 7,
         .rnr_retry = 7, .sq_psn = vb.psn, .max_rd_atomic = ftw_verbs.rd_atom,
     };
 
@@ -325,14 +328,66 @@ static void qp_kill(struct ibv_qp *qp)
         ftw_warn_sparse("verbs: ibv_modify_qp(%s, ERR): %m", dev_name());
 }
 
-/* Poll until the n work requests posted on qp have completed.  peer >= 0:
- * watch the failure detector, and on the peer's death move the QP to the
- * error state and keep polling until the flush is complete; peer < 0
- * (self-test): give up after SELFTEST_SECS the same way. */
+/* Seconds since t0. */
+static double secs_since(const struct timespec *t0)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) +
+           (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+/* Count the n completions in wc; the first error sets *st_p. */
+static int wc_check(const struct ibv_wc *wc, int n, int peer,
+                    ftw_status_t *st_p)
+{
+    for (int i = 0; i < n; i++) {
+        if (wc[i].status == IBV_WC_SUCCESS || *st_p != FTW_OK)
+            continue;
+        *st_p = FTW_ST_IO_ERROR;
+        if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
+            ftw_warn_sparse("verbs: RDMA READ from world rank %d on %s: %s",
+                            peer, dev_name(), ibv_wc_status_str(wc[i].status));
+    }
+    return n;
+}
+
+/* Why a wait must stop: the peer failed, or nothing completed for
+ * STALL_SECS (a live peer whose READ the device lost: better an error
+ * than a hang), or the self-test's SELFTEST_SECS are over.  FTW_OK: go on
+ * waiting. */
+static ftw_status_t wait_verdict(int peer, int n, double idle, int *slow_p)
+{
+    if (peer < 0)
+        return idle < SELFTEST_SECS ? FTW_OK : FTW_ST_IO_ERROR;
+    ftw_detect_peek();
+    if (ftw_detect_is_failed(peer))
+        return FTW_ST_PEER_FAILED;
+    if (idle >= 2 && !*slow_p) {
+        *slow_p = 1;
+        ftw_warn_sparse("verbs: %d READs from world rank %d on %s: nothing "
+                        "completed for 2 s", n, peer, dev_name());
+    }
+    if (idle < STALL_SECS)
+        return FTW_OK;
+    ftw_error("verbs: %d READs from world rank %d on %s: nothing completed "
+              "for %d s, the QP is shut down", n, peer, dev_name(),
+              STALL_SECS);
+    return FTW_ST_IO_ERROR;
+}
+
+/* Poll until the n work requests posted on qp have completed, watching
+ * the failure detector (peer >= 0).  When the wait must stop (see
+ * wait_verdict), the QP goes to the error state and polling goes on until
+ * the flush has completed every request: no DMA lands after the return.
+ * Empty polls sleep a little after a while, so that a device emulated in
+ * the kernel (rxe) gets the CPU. */
 static ftw_status_t cq_wait(struct ibv_qp *qp, int peer, int n)
 {
-    struct timespec t0, t;
-    ftw_status_t st = FTW_OK;
+    static const struct timespec nap = { .tv_nsec = 20000 };
+    struct timespec t0;
+    ftw_status_t st = FTW_OK, why;
     unsigned spin = 0;
     int killed = 0, slow = 0;
 
@@ -345,35 +400,20 @@ static ftw_status_t cq_wait(struct ibv_qp *qp, int peer, int n)
             ftw_error("verbs: ibv_poll_cq(%s) failed", dev_name());
             return FTW_ST_FATAL;    /* DMA may still land: cannot go on */
         }
-        for (int i = 0; i < got; i++, n--) {
-            if (wc[i].status == IBV_WC_SUCCESS || st != FTW_OK)
-                continue;
-            st = FTW_ST_IO_ERROR;
-            if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
-                ftw_warn_sparse("verbs: RDMA READ from world rank %d on %s: "
-                                "%s", peer, dev_name(),
-                                ibv_wc_status_str(wc[i].status));
-        }
-        if (got > 0 || killed || (++spin & 63) != 0)
+        if (got > 0) {
+            n -= wc_check(wc, got, peer, &st);
+            clock_gettime(CLOCK_MONOTONIC, &t0);    /* progress */
+            spin = 0;
             continue;
-        sched_yield();
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if (peer >= 0 && t.tv_sec - t0.tv_sec >= 2 && !slow) {
-            slow = 1;
-            ftw_warn_sparse("verbs: %d READs from world rank %d on %s "
-                            "still outstanding after 2 s", n, peer,
-                            dev_name());
         }
-        if (peer >= 0) {
-            ftw_detect_peek();
-            if (!ftw_detect_is_failed(peer))
-                continue;
-            st = FTW_ST_PEER_FAILED;
-        } else {
-            if (t.tv_sec - t0.tv_sec < SELFTEST_SECS)
-                continue;
-            st = FTW_ST_IO_ERROR;
-        }
+        if (killed || (++spin & 63) != 0)
+            continue;
+        if (spin >= 1024)
+            nanosleep(&nap, NULL);
+        why = wait_verdict(peer, n, secs_since(&t0), &slow);
+        if (why == FTW_OK)
+            continue;
+        st = why;
         qp_kill(qp);
         killed = 1;
     }
