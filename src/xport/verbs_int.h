@@ -9,6 +9,7 @@
 
 #include <infiniband/verbs.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/status.h"
 
@@ -43,9 +44,54 @@ typedef struct {
     uint32_t rc_odp_caps;
     ftw_verbs_mem_t mem;
     int odp_aligned;            /* ODP READs must start page-aligned */
+    uint32_t psn;               /* first PSN of every QP of this process */
 } ftw_verbs_iface_t;
 
 extern ftw_verbs_iface_t ftw_verbs;
+
+#define FTW_VERBS_QP_DEPTH 64       /* send queue: READs in flight per QP */
+#define FTW_VERBS_SELFTEST_SECS 5   /* a self-test READ's time limit */
+
+/* What one process tells the others at MPI_Init; qpn[] (one per world
+ * rank) follows it. */
+typedef struct {
+    uint8_t gid[16];
+    uint32_t ok;            /* 1: this process pulls and serves over verbs */
+    uint32_t psn;
+    uint32_t probe_rkey;
+    uint16_t lid;
+    uint8_t mtu;
+    uint8_t pad;
+} ftw_verbs_addr_t;
+
+static inline const char *ftw_verbs_dev_name(void)
+{
+    return ibv_get_device_name(ftw_verbs.ctx->device);
+}
+
+static inline int ftw_verbs_mtu_bytes(enum ibv_mtu m)
+{
+    return 128 << m;
+}
+
+/* verbs_ep.c: an RC QP in INIT; connect it (RTR, RTS) to QP qpn of the
+ * process that sent a; this process's address. */
+struct ibv_qp *ftw_verbs_qp_create(void);
+ftw_status_t ftw_verbs_qp_connect(struct ibv_qp *qp, const ftw_verbs_addr_t *a,
+                                  uint32_t qpn);
+void ftw_verbs_addr_fill(ftw_verbs_addr_t *a, int ok, uint32_t probe_rkey);
+
+/* READ len bytes at raddr (rkey) into local (lkey) through qp and wait
+ * for them.  peer >= 0: world rank, watched by the failure detector
+ * (FTW_ST_PEER_FAILED); peer < 0: a self-test, limited in time.  On any
+ * error the QP is in the error state and flushed when this returns. */
+ftw_status_t ftw_verbs_read(struct ibv_qp *qp, int peer, uint64_t raddr,
+                            uint32_t rkey, char *local, uint32_t lkey,
+                            size_t len);
+
+/* verbs_odp.c: set ftw_verbs.mem (and odp_aligned) from the ODP caps and
+ * the self-test; loud: warn (else info) when ODP is refused. */
+void ftw_verbs_mem_choose(int loud);
 
 /* An MR that covers len bytes at addr for kind; ftw_verbs_mr_put when
  * done with it (which deregisters a per-message one). */
