@@ -68,8 +68,9 @@ static const ftw_cfg_row_t cfg_table[] = {
       FTW_CFG_ENUM, FTW_CFG_FIELD(ulfm), ulfm_names },
     { "FTW_RNDV_THRESHOLD", "0",
       "Point-to-point messages of at least this many bytes to a process on "
-      "this host go through ftwrap's own rendezvous (the receiver pulls the "
-      "data); 0 turns it off.  Values below 1k are raised to 1k.",
+      "this host (or, over verbs, on another) go through ftwrap's own "
+      "rendezvous (the receiver pulls the data); 0 turns it off.  Values "
+      "below 1k are raised to 1k.",
       FTW_CFG_SIZE, FTW_CFG_FIELD(rndv_threshold), NULL },
     { "FTW_XPORT", "auto",
       "Rendezvous transport: auto (cma where a test read works, verbs to "
