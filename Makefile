@@ -10,6 +10,8 @@
 #                   STRESS_N=20 runs each), count hangs and corruptions
 #   make verbs-lab-smoke  soft-RoCE VM check (scripts/verbs-lab; needs
 #                   scripts/setup --lab): rxe0 and an RC ping-pong, both MTUs
+#   make check-verbs  the rendezvous tests over ftwrap's verbs transport in
+#                   the soft-RoCE VM, both MPIs, MTU 4096 (ODP) and 1024
 #   make install PREFIX=/usr/local
 
 PREFIX ?= /usr/local
@@ -38,7 +40,7 @@ GEN_SRCS := gen/ftwgen.py gen/rules.py
 TEST_SRCS := $(sort $(wildcard tests/*.c))
 TOOLS := build/bin/ftw-supervise build/bin/ftw-info
 
-.PHONY: all lib tests tools check demo bench stress verbs-lab-smoke install clean setup
+.PHONY: all lib tests tools check check-verbs demo bench stress verbs-lab-smoke install clean setup
 all: lib tools tests
 
 # ---- per-MPI rules ------------------------------------------------------
@@ -63,7 +65,7 @@ build/$(1)/libftwrap.so: $$(OBJS_$(1)) build/$(1)/wrap/.stamp src/ftwrap.map wra
 	    -o build/$(1)/wrapobj/$$$$(basename $$$${f%.c}).o || exit 1; \
 	done
 	mpicc.$(1) -shared -Wl,--version-script=src/ftwrap.map -Wl,-z,defs \
-	  -o $$@ $$(OBJS_$(1)) build/$(1)/wrapobj/*.o -lunwind -lpthread
+	  -o $$@ $$(OBJS_$(1)) build/$(1)/wrapobj/*.o -lunwind -libverbs -lpthread
 
 build/$(1)/tests/%: tests/%.c $$(wildcard tests/*.h) include/ftwrap.h include/mpi-ext.h build/$(1)/libftwrap.so
 	@mkdir -p build/$(1)/tests
@@ -122,6 +124,9 @@ setup:
 
 verbs-lab-smoke:
 	scripts/verbs-lab-smoke
+
+check-verbs: all
+	scripts/check-verbs
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/ftwrap \

@@ -139,7 +139,7 @@ static int probe_recv(int method)
  * it and the later ones in send order. */
 static int wildcard_order(void)
 {
-    static const size_t len[4] = {1u << 20, 20, 300000, 48};
+    static const size_t len[4] = {1u << 20, 20, 300000, 56};
     static const int tag[4] = {5, 6, 5, 7};
     MPI_Request req[4];
     MPI_Status st[4], pst;

@@ -231,6 +231,8 @@ ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
                         .xport = xport };
     if (ftw_xport_ops(xport)->expose(world, addr, (size_t)size, s.owned,
                                      &rts->key) != FTW_OK) {
+        if (xport != FTW_XPORT_ID_SHM)
+            goto err_free_rts;
         /* No segment (out of memory, memfds): cma needs no exposure. */
         rts->xport = xport = FTW_XPORT_ID_CMA;
         rts->key = 0;
@@ -250,6 +252,7 @@ err_cancel_fin:
     PMPI_Wait(&s.fin_req, MPI_STATUS_IGNORE);
 err_release:
     ftw_xport_ops(xport)->release(s.owned);
+err_free_rts:
     free(rts);
 err_free_owned:
     free(s.owned);
@@ -259,9 +262,13 @@ err_free_owned:
 
 void ftw_rndv_send_end(const void *owned)
 {
-    if (owned != NULL && atomic_load_explicit(&ftw_xport_shm_exposed,
-                                              memory_order_relaxed) != 0)
+    if (owned == NULL)
+        return;
+    if (atomic_load_explicit(&ftw_xport_shm_exposed,
+                             memory_order_relaxed) != 0)
         ftw_xport_shm_ops.release(owned);
+    if (ftw_xport_verbs_held != 0)
+        ftw_xport_verbs_ops.release(owned);
 }
 
 ftw_fin_code_t ftw_rndv_fin_code(const void *owned)
@@ -277,11 +284,13 @@ int ftw_rndv_is_rts(const void *hdr, MPI_Count nbytes)
     return nbytes == FTW_RTS_SIZE && memcmp(hdr, cookie, sizeof(cookie)) == 0;
 }
 
-/* Pull len bytes announced by rts into dst over cma, a chunk at a time,
- * checking the sender between chunks (the detector may know of its
- * death before a read fails). */
-static ftw_status_t pull_cma(const ftw_rts_t *rts, const ftw_xport_src_t *src,
-                             char *dst, size_t len)
+/* Pull len bytes announced by rts into dst with transport x (cma, verbs),
+ * a chunk at a time, checking the sender between chunks (the detector
+ * may know of its death before a read fails). */
+static ftw_status_t pull_chunked(const ftw_rts_t *rts,
+                                 const ftw_xport_ops_t *x,
+                                 const ftw_xport_src_t *src, char *dst,
+                                 size_t len)
 {
     size_t chunk = ftw_cfg.rndv_chunk ? ftw_cfg.rndv_chunk : len;
 
@@ -293,7 +302,7 @@ static ftw_status_t pull_cma(const ftw_rts_t *rts, const ftw_xport_src_t *src,
         ftw_inject_pulled(rts->world, rts->pid);
         if (ftw_detect_is_failed(rts->world))
             return FTW_ST_PEER_FAILED;
-        st = ftw_xport_cma_ops.pull(src, rts->addr + off, dst + off, n);
+        st = x->pull(src, rts->addr + off, dst + off, n);
         if (st != FTW_OK)
             return st;
         off += n;
@@ -304,7 +313,8 @@ static ftw_status_t pull_cma(const ftw_rts_t *rts, const ftw_xport_src_t *src,
 /* Pull the message rts announces into dst; *xport_p: the transport that
  * moved it.  shm pulls the whole message in one pipeline (it checks the
  * sender and injects faults at the same chunk boundaries as cma); when
- * it cannot start (no segment, another thread pulling), cma does it. */
+ * it cannot start (no segment, another thread pulling), cma does it.
+ * verbs reads chunk by chunk with RDMA READ. */
 static ftw_status_t rndv_pull(const ftw_rts_t *rts, char *dst, size_t len,
                               int *xport_p)
 {
@@ -313,12 +323,14 @@ static ftw_status_t rndv_pull(const ftw_rts_t *rts, char *dst, size_t len,
     ftw_status_t st = FTW_ST_UNSUPPORTED;
 
     *xport_p = rts->xport;
+    if (rts->xport == FTW_XPORT_ID_VERBS)
+        return pull_chunked(rts, &ftw_xport_verbs_ops, &src, dst, len);
     if (rts->xport == FTW_XPORT_ID_SHM && len > 0)
         st = ftw_xport_shm_ops.pull(&src, rts->addr, dst, len);
     if (st != FTW_ST_UNSUPPORTED)
         return st;
     *xport_p = FTW_XPORT_ID_CMA;
-    return pull_cma(rts, &src, dst, len);
+    return pull_chunked(rts, &ftw_xport_cma_ops, &src, dst, len);
 }
 
 /* Tell the sender how its message ended. */
@@ -396,6 +408,9 @@ static ftw_status_t recv_end(const ftw_rts_t *rts, ftw_status_t st,
     if (xport == FTW_XPORT_ID_SHM) {
         ftw_stat_add(FTW_STAT_RNDV_SHM, 1);
         ftw_stat_add(FTW_STAT_RNDV_SHM_BYTES, (uint64_t)take);
+    } else if (xport == FTW_XPORT_ID_VERBS) {
+        ftw_stat_add(FTW_STAT_RNDV_VERBS, 1);
+        ftw_stat_add(FTW_STAT_RNDV_VERBS_BYTES, (uint64_t)take);
     } else {
         ftw_stat_add(FTW_STAT_RNDV_CMA, 1);
         ftw_stat_add(FTW_STAT_RNDV_CMA_BYTES, (uint64_t)take);

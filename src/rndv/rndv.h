@@ -42,7 +42,7 @@ typedef struct {
     int32_t world;          /* the sender's world rank */
     int32_t fin_tag;        /* the tag its FIN receive waits for */
     int32_t xport;          /* ftw_xport_id_t to pull with */
-    int32_t key;            /* the transport's key (shm: segment fd) */
+    int32_t key;            /* the transport's key (shm: segment fd, verbs: rkey) */
     int32_t pad;
 } ftw_rts_t;
 

@@ -14,7 +14,8 @@ ftw_config_t ftw_cfg;
 static const char *const log_names[] = { "error", "warn", "info", "debug",
                                          NULL };
 static const char *const xport_names[] = { "auto", "cma", "shm", "native",
-                                           NULL };
+                                           "verbs", NULL };
+static const char *const verbs_fallback_names[] = { "pin", "native", NULL };
 static const char *const detect_names[] = { "auto", "pidfd", "heartbeat",
                                             "off", NULL };
 static const char *const ulfm_names[] = { "auto", "on", "off", NULL };
@@ -68,15 +69,18 @@ static const ftw_cfg_row_t cfg_table[] = {
       FTW_CFG_ENUM, FTW_CFG_FIELD(ulfm), ulfm_names },
     { "FTW_RNDV_THRESHOLD", "0",
       "Point-to-point messages of at least this many bytes to a process on "
-      "this host go through ftwrap's own rendezvous (the receiver pulls the "
-      "data); 0 turns it off.  Values below 1k are raised to 1k.",
+      "this host (or, over verbs, on another) go through ftwrap's own "
+      "rendezvous (the receiver pulls the data); 0 turns it off.  Values "
+      "below 1k are raised to 1k.",
       FTW_CFG_SIZE, FTW_CFG_FIELD(rndv_threshold), NULL },
     { "FTW_XPORT", "auto",
-      "Rendezvous transport: auto (per message size the faster of cma "
-      "and shm where a test read works, else native), cma (the receiver "
-      "reads the sender's memory), shm (pipelined pull through a shared "
-      "segment per pair: the sender copies fragments in as the receiver "
-      "asks), native (every message through the MPI).",
+      "Rendezvous transport: auto (on this host, per message size the "
+      "faster of cma and shm where a test read works; to other hosts, verbs "
+      "if an RDMA device works; else native), cma (the receiver reads the "
+      "sender's memory), shm (pipelined pull through a shared segment per "
+      "pair: the sender copies fragments in as the receiver asks), native "
+      "(every message through the MPI), verbs (RDMA READ to every other "
+      "process; without a usable device: as auto).",
       FTW_CFG_ENUM, FTW_CFG_FIELD(xport), xport_names },
     { "FTW_SHM_FRAG", "256k",
       "shm transport: bytes of one fragment (one slot of a segment).",
@@ -107,6 +111,23 @@ static const ftw_cfg_row_t cfg_table[] = {
       "this many progress passes (consuming what it had queued); 0: only "
       "when the native transfer ends.",
       FTW_CFG_INT, FTW_CFG_FIELD(quarantine_settle), NULL },
+    { "FTW_VERBS_DEVICE", "",
+      "RDMA device of the verbs transport (ibv_devices names them); empty: "
+      "the first one.",
+      FTW_CFG_STRING, FTW_CFG_FIELD(verbs_device), NULL },
+    { "FTW_VERBS_GID_INDEX", "auto",
+      "GID index of the verbs transport on RoCE: a number, or auto (the "
+      "first RoCE v2 IPv4-mapped GID, else 1).",
+      FTW_CFG_STRING, FTW_CFG_FIELD(verbs_gid_index), NULL },
+    { "FTW_VERBS_FALLBACK", "pin",
+      "When the device offers no on-demand paging or its self-test at "
+      "MPI_Init reads wrong data: pin (register and deregister each "
+      "message's buffers) or native (those messages go through the MPI).",
+      FTW_CFG_ENUM, FTW_CFG_FIELD(verbs_fallback), verbs_fallback_names },
+    { "FTW_VERBS_PREFETCH", "0",
+      "Prefetch the pages of ODP memory regions with ibv_advise_mr before "
+      "an RDMA READ (warned once if the device refuses).",
+      FTW_CFG_BOOL, FTW_CFG_FIELD(verbs_prefetch), NULL },
 };
 
 static const char *const type_names[] = {

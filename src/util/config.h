@@ -41,6 +41,10 @@ typedef struct {
     int quarantine;         /* FTW_QUARANTINE: ftw_quarantine_mode_t */
     int quarantine_settle;  /* FTW_QUARANTINE_SETTLE, progress passes */
     int idle;               /* FTW_IDLE: ftw_idle_mode_t */
+    const char *verbs_device;   /* FTW_VERBS_DEVICE, "" for the first */
+    const char *verbs_gid_index; /* FTW_VERBS_GID_INDEX, number or auto */
+    int verbs_fallback;     /* FTW_VERBS_FALLBACK: ftw_verbs_fallback_t */
+    int verbs_prefetch;     /* FTW_VERBS_PREFETCH */
 } ftw_config_t;
 
 /* FTW_IDLE values, in the order of the table's names. */
@@ -63,7 +67,14 @@ typedef enum {
     FTW_XPORT_CMA,          /* process_vm_readv on this host */
     FTW_XPORT_SHM,          /* pipelined pull through a shared segment */
     FTW_XPORT_NATIVE,       /* every message through the MPI unchanged */
+    FTW_XPORT_VERBS,        /* RDMA READ to every other process */
 } ftw_xport_mode_t;
+
+/* FTW_VERBS_FALLBACK values, in the order of the table's names. */
+typedef enum {
+    FTW_VERBS_FALLBACK_PIN,     /* register each message's buffers */
+    FTW_VERBS_FALLBACK_NATIVE,  /* those messages go through the MPI */
+} ftw_verbs_fallback_t;
 
 /* FTW_QUARANTINE values, in the order of the table's names. */
 typedef enum {

@@ -29,6 +29,12 @@
     _(RNDV_CMA_BYTES, "rndv_cma_bytes", "bytes pulled by CMA")          \
     _(RNDV_SHM,       "rndv_shm",       "rendezvous messages pulled by shm") \
     _(RNDV_SHM_BYTES, "rndv_shm_bytes", "bytes pulled by shm")          \
+    _(RNDV_VERBS,     "rndv_verbs",     "rendezvous messages pulled by RDMA READ") \
+    _(RNDV_VERBS_BYTES, "rndv_verbs_bytes", "bytes pulled by RDMA READ")  \
+    _(VERBS_ODP,      "verbs_odp",      "1: verbs memory is on-demand paged") \
+    _(VERBS_ODP_ALIGNED, "verbs_odp_aligned", "1: ODP READs start page-aligned (bounce)") \
+    _(VERBS_PIN,      "verbs_pin",      "1: verbs memory is pinned per message") \
+    _(VERBS_MR_REGS,  "verbs_mr_regs",  "verbs memory regions registered") \
     _(RNDV_NATIVE,    "rndv_native",    "large messages sent natively")  \
     _(RNDV_NATIVE_BYTES, "rndv_native_bytes", "bytes of those")         \
     _(RNDV_TRUNCATED, "rndv_truncated", "rendezvous messages truncated") \

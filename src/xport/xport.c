@@ -12,6 +12,7 @@ static const ftw_xport_ops_t *const xport_table[FTW_XPORT_ID_COUNT] = {
     [FTW_XPORT_ID_NATIVE] = &ftw_xport_native_ops,
     [FTW_XPORT_ID_CMA] = &ftw_xport_cma_ops,
     [FTW_XPORT_ID_SHM] = &ftw_xport_shm_ops,
+    [FTW_XPORT_ID_VERBS] = &ftw_xport_verbs_ops,
 };
 
 /* FTW_XPORT=auto: messages of at least this size go by shm, smaller ones
@@ -40,7 +41,7 @@ static volatile uint64_t probe_word;
 static ftw_xport_peer_t *peers;
 static signed char *chosen;     /* [world size] ftw_xport_id_t, -1 unknown */
 static signed char *shm_ok;     /* [world size] shm reaches it: 1, 0, -1 */
-static int npeers, self_pid;
+static int npeers, self_pid, self_world, verbs_up;
 static uint64_t self_host;
 
 const ftw_xport_ops_t *ftw_xport_ops(int id)
@@ -67,11 +68,29 @@ static uint64_t host_id(void)
     return h ? h : 1;
 }
 
+/* Verbs is wanted when told, or (auto) when some process runs on another
+ * host: the same answer everywhere, as ftw_xport_verbs_init is collective.
+ * Connections are made here, with one MPI_Allgather, not lazily: see
+ * verbs.c. */
+static ftw_status_t xport_verbs_start(void)
+{
+    int remote = 0;
+
+    for (int i = 0; i < npeers; i++)
+        remote |= peers[i].host != self_host;
+    if (ftw_cfg.xport != FTW_XPORT_VERBS &&
+        !(ftw_cfg.xport == FTW_XPORT_AUTO && remote))
+        return FTW_OK;
+    verbs_up = ftw_xport_verbs_init(peers, npeers, self_world) == FTW_OK;
+    return FTW_OK;
+}
+
 ftw_status_t ftw_xport_init(void)
 {
     ftw_xport_peer_t mine = { 0 };
 
     PMPI_Comm_size(MPI_COMM_WORLD, &npeers);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &self_world);
     self_pid = (int)getpid();
     self_host = host_id();
     probe_word = ftw_xport_probe_value(self_pid);
@@ -93,7 +112,7 @@ ftw_status_t ftw_xport_init(void)
         ftw_error("MPI_Allgather of the transport addresses failed");
         goto err_free;
     }
-    return FTW_OK;
+    return xport_verbs_start();
 
 err_free:
     free(peers);
@@ -108,6 +127,9 @@ err_free:
 void ftw_xport_fini(void)
 {
     ftw_xport_shm_fini();
+    if (verbs_up)
+        ftw_xport_verbs_fini();
+    verbs_up = 0;
     free(peers);
     free(chosen);
     free(shm_ok);
@@ -116,10 +138,33 @@ void ftw_xport_fini(void)
     shm_ok = NULL;
 }
 
-/* The first choice a peer gets: cma on this host unless told native. */
+/* Verbs for a peer if wanted (told, or auto and another host) and a real
+ * read works; a device whose memory cannot be used sends natively. */
+static int xport_verbs_try(int peer, ftw_xport_id_t *id_p)
+{
+    if (!verbs_up || peer == self_world ||
+        (ftw_cfg.xport != FTW_XPORT_VERBS && peers[peer].host == self_host))
+        return 0;
+    if (ftw_xport_verbs_native())
+        *id_p = FTW_XPORT_ID_NATIVE;
+    else if (ftw_xport_verbs_ops.reach(peer, &peers[peer]) == FTW_OK)
+        *id_p = FTW_XPORT_ID_VERBS;
+    else
+        return 0;
+    return 1;
+}
+
+/* The first choice a peer gets: verbs if wanted and working, else cma on
+ * this host unless told native. */
 static ftw_xport_id_t xport_choose(int peer)
 {
-    if (ftw_cfg.xport == FTW_XPORT_NATIVE || peers[peer].host != self_host)
+    ftw_xport_id_t id;
+
+    if (ftw_cfg.xport == FTW_XPORT_NATIVE)
+        return FTW_XPORT_ID_NATIVE;
+    if (xport_verbs_try(peer, &id))
+        return id;
+    if (peers[peer].host != self_host)
         return FTW_XPORT_ID_NATIVE;
     if (ftw_xport_cma_ops.reach(peer, &peers[peer]) != FTW_OK)
         return FTW_XPORT_ID_NATIVE;

@@ -25,6 +25,7 @@ typedef enum {
     FTW_XPORT_ID_NATIVE = 0,
     FTW_XPORT_ID_CMA = 1,
     FTW_XPORT_ID_SHM = 2,
+    FTW_XPORT_ID_VERBS = 3,
     FTW_XPORT_ID_COUNT
 } ftw_xport_id_t;
 
@@ -82,6 +83,22 @@ static inline void ftw_xport_progress(void)
                                               memory_order_relaxed) != 0, 0))
         ftw_xport_shm_serve();
 }
+
+extern const ftw_xport_ops_t ftw_xport_verbs_ops;
+
+/* Registrations verbs holds for sends in flight (pin fallback): while
+ * nonzero, a send's end is told to verbs as well. */
+extern int ftw_xport_verbs_held;
+
+/* The verbs transport's device, QPs and memory (xport/verbs.c).  Init is
+ * collective over MPI_COMM_WORLD: every process calls it or none.  A
+ * process without a usable device still takes part and reaches nobody. */
+ftw_status_t ftw_xport_verbs_init(const ftw_xport_peer_t *peers, int npeers,
+                                  int self);
+void ftw_xport_verbs_fini(void);
+/* Nonzero if verbs is up here but its memory (ODP refused, no pinning
+ * allowed) sends its messages through the MPI. */
+int ftw_xport_verbs_native(void);
 
 /* The word a peer's probe read must find: derived from the pid. */
 static inline uint64_t ftw_xport_probe_value(int32_t pid)
