@@ -106,6 +106,8 @@ check: all
 	done; \
 	echo "=== generator coverage ==="; \
 	MPIS="$(MPIS)" prove tests/gen_coverage.sh || st=1; \
+	echo "=== verbs transport in the soft-RoCE lab ==="; \
+	{ scripts/setup --lab && scripts/check-verbs; } || st=1; \
 	exit $$st
 
 demo: all
