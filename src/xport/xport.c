@@ -16,24 +16,23 @@ static const ftw_xport_ops_t *const xport_table[FTW_XPORT_ID_COUNT] = {
 };
 
 /* FTW_XPORT=auto: messages of at least this size go by shm, smaller ones
- * by cma.  scripts/bench/rndv (pingpong --bw-only, 2 ranks bound to the
- * 2 cores of the build machine, best of 3 interleaved rounds, GB/s; the
- * machine was shared, load 5-6, so single values swing 2x):
+ * by cma.  scripts/bench/rndv --rounds 3 (pingpong --bw-only, 2 ranks
+ * bound to the 2 cores of an otherwise idle build machine, best of 3
+ * interleaved rounds, GB/s; "best" is the MPI's fastest configuration
+ * here, see the script):
  *
- *              MPICH 4.0.2        Open MPI 4.1.4     MPICH, lighter load
- *   size       cma     shm        cma     shm        cma     shm
- *   256 KiB    5.30    4.66       0.90    3.62       10.07   6.25 (*)
- *   1 MiB      3.11    5.60       2.43    5.27        8.49   7.64 (*)
- *   4 MiB      4.10    8.67       4.67    6.80        7.55   8.56
- *   16 MiB     4.04   10.53       3.34    4.77        7.70   9.37
- *   64 MiB     6.54   11.15       2.69    1.24        7.70  10.53
+ *              Open MPI 4.1.4                 MPICH 4.0.2
+ *   size       native  best    cma    shm     native  best    cma    shm
+ *   256 KiB    11.05  16.74   7.67  13.89     10.01  13.25  10.52  13.26
+ *   1 MiB       8.61  12.97   6.03  13.79      8.09  11.75  10.42  14.18
+ *   4 MiB       8.07  12.57   8.29  15.67      7.99  11.71   8.69  15.76
+ *   16 MiB      7.89  12.48   8.19  17.21      8.24  11.85   8.67  17.18
+ *   64 MiB      7.96  12.98   8.36  16.70      8.30  10.01   8.54  16.89
  *
- * (*) one fragment per message then; with fragments of a quarter of
- * the message shm reached 13.0 (256 KiB) and 12.8 (1 MiB) in a quiet
- * moment.  Below 512 KiB the two are within the noise and cma, one copy
- * that needs nothing from the sender, is kept; from 512 KiB shm wins in
- * most runs. */
-#define SHM_AUTO_MIN ((uint64_t)512 << 10)
+ * shm, two copies overlapped, beats cma, one copy, from 256 KiB on both
+ * MPIs; below that the handshake per fragment weighs more and cma, which
+ * needs nothing from the sender, is kept. */
+#define SHM_AUTO_MIN ((uint64_t)256 << 10)
 
 /* Read by peers' probes: it must live as long as the process. */
 static volatile uint64_t probe_word;
