@@ -571,25 +571,21 @@ static int start_from_stash(ftw_req_t *e)
 {
     rstate_t *rs = e->info.owned;
     ftw_reqinfo_t info = e->info;
-    ftw_stash_t *se;
     MPI_Request r;
     MPI_Status st;
     ftw_op_t op;
     int tag = rs->tag, rc;
 
     ftw_op_begin(&op, "MPI_Start", e->info.comm, e->info.peer, FTW_OP_RECV);
-    if (op.info.peer == MPI_PROC_NULL || (se = ftw_stash_take(&op, tag)) == NULL)
+    if (op.info.peer == MPI_PROC_NULL)
         return 0;
-    rc = ftw_stash_replay(se, &op.native, &op.npeer, &tag, &op.rsrc,
-                          &op.rtag);
-    if (rc == MPI_SUCCESS) {
-        if (info.rndv & FTW_RNDV_RSCRATCH)
-            rc = PMPI_Irecv(rs->scratch, FTW_RTS_SIZE, MPI_BYTE, op.npeer,
-                            tag, op.native, &r);
-        else
-            rc = PMPI_Irecv(info.buf, (int)info.count, info.dt, op.npeer,
-                            tag, op.native, &r);
-    }
+    rc = recv_stashed(&op, &tag);
+    if (rc == MPI_SUCCESS && !op.replay)
+        return 0;           /* nothing stashed for it */
+    op.info.rndv = info.rndv;
+    op.info.owned = rs;
+    if (rc == MPI_SUCCESS)
+        rc = recv_post(&op, info.buf, (int)info.count, info.dt, tag, 0, &r);
     /* The replay was sent to this process: it is already here. */
     if (rc == MPI_SUCCESS)
         rc = PMPI_Wait(&r, &st);

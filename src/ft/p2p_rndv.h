@@ -10,6 +10,7 @@
 
 #include "ft/op.h"
 #include "ft/request.h"
+#include "ft/stash.h"
 #include "rndv/rndv.h"
 
 /* ftw_reqinfo_t.rndv: what a request's completion must finish. */
@@ -75,8 +76,7 @@ int ftw_rndv_started(MPI_Request req);
 /* Nonzero if a just started receive was served from the stash. */
 int ftw_rndv_start_taken(const ftw_reqinfo_t *info);
 
-/* Nonzero while probes hold messages in the stash (ft/stash.h). */
-extern int ftw_stash_n;
+/* Nonzero while probes hold messages in the stash. */
 static inline int ftw_rndv_stashed(void)
 {
     return ftw_stash_n > 0;

@@ -84,6 +84,17 @@ static ftw_status_t xport_verbs_start(void)
     return FTW_OK;
 }
 
+/* The peer table and the per-peer choices. */
+static void peers_free(void)
+{
+    free(peers);
+    free(chosen);
+    free(shm_ok);
+    peers = NULL;
+    chosen = NULL;
+    shm_ok = NULL;
+}
+
 ftw_status_t ftw_xport_init(void)
 {
     ftw_xport_peer_t mine = { 0 };
@@ -114,12 +125,7 @@ ftw_status_t ftw_xport_init(void)
     return xport_verbs_start();
 
 err_free:
-    free(peers);
-    free(chosen);
-    free(shm_ok);
-    peers = NULL;
-    chosen = NULL;
-    shm_ok = NULL;
+    peers_free();
     return FTW_ST_MPI_ERROR;
 }
 
@@ -129,12 +135,7 @@ void ftw_xport_fini(void)
     if (verbs_up)
         ftw_xport_verbs_fini();
     verbs_up = 0;
-    free(peers);
-    free(chosen);
-    free(shm_ok);
-    peers = NULL;
-    chosen = NULL;
-    shm_ok = NULL;
+    peers_free();
 }
 
 /* Verbs for a peer if wanted (told, or auto and another host) and a real
