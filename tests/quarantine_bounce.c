@@ -22,9 +22,9 @@
  * after the release gets its data at once (MPI_SUCCESS, checksum).  A
  * bounced receive from the failed rank ends with FTW_ERR_PROC_FAIL_STOP.
  *
- * Open MPI only, like quarantine.c (see its header): on MPICH with UCX's
- * shared-memory transports the first receive from rank 2 after the cut
- * stalls (7 runs in 10).
+ * Open MPI only: on MPICH the sender's death often leaves rank 0's UCX
+ * queue stuck (see quarantine.c), and rank 2's messages, sent after it,
+ * never arrive (7 runs in 10).  quarantine.c covers the refusal on MPICH.
  */
 #include <mpi.h>
 #include <signal.h>

@@ -1,7 +1,8 @@
-/* ftw-test: np=3 mode=ftwrap timeout=60 link=ftwrap expect-failed=1 fate=1:signal:KILL env=FTW_RNDV_THRESHOLD=0 mpi=openmpi */
+/* ftw-test: np=3 mode=ftwrap timeout=60 link=ftwrap expect-failed=1 fate=1:signal:KILL env=FTW_RNDV_THRESHOLD=0 env=UCX_TLS=all */
 /*
- * quarantine_cma - a sender killed during a large transfer over Open
- * MPI's single-copy (CMA) path: never a hang, never silently wrong data.
+ * quarantine_cma - a sender killed during a large transfer over the MPI's
+ * single-copy (CMA) path: never a hang or an abort, never silently wrong
+ * data.
  * (The MPI carries the message: FTW_RNDV_THRESHOLD=0 keeps ftwrap's own
  * rendezvous, whose pulls end with the call, out of it.)
  *
@@ -19,8 +20,12 @@
  * Either way the buffer no longer changes afterwards, and a later
  * receive from rank 2 works (checksum).
  *
- * Open MPI only: MPICH under ftwrun keeps UCX off its CMA transport,
- * which aborts a receiver whose sender dies.
+ * On MPICH, UCX_TLS=all gives UCX its default transports, CMA among them
+ * (ftwrun would otherwise choose shared memory only).  UCX reads the
+ * message in 512 KiB pieces; the reads after the kill fail, which made
+ * UCX 1.13 abort the receiver until ftwrap cut them (ft/cut.h): the
+ * receive now ends with FTW_ERR_PROC_FAIL_STOP, not quarantined, since
+ * nothing can write the buffer any more.
  */
 #include <mpi.h>
 #include <signal.h>

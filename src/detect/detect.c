@@ -402,3 +402,20 @@ int ftw_detect_local_pid(int world_rank)
         return -1;
     return ftw_det.peers[world_rank].pid;
 }
+
+int ftw_detect_local_rank_of(int pid)
+{
+    if (!ftw_det.peers || pid <= 0)
+        return -1;
+    for (int r = 0; r < ftw_det.size; r++)
+        if (ftw_det.peers[r].pid == pid &&
+            ftw_det.peers[r].host == ftw_det.peers[ftw_det.rank].host)
+            return r == ftw_det.rank ? -1 : r;
+    return -1;
+}
+
+void ftw_detect_gone(int world_rank, const char *why)
+{
+    if (world_rank >= 0 && world_rank < ftw_det.size && ftw_det.peers)
+        ftw_det_publish(world_rank, why);
+}

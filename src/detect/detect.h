@@ -92,6 +92,13 @@ int ftw_detect_world_size(void);
 /* pid of world rank r (for tests and diagnostics), or -1. */
 int ftw_detect_pid(int world_rank);
 
+/* The world rank of the process pid of this host, or -1. */
+int ftw_detect_local_rank_of(int pid);
+
+/* Publish world rank r's failure, proved by why (the kernel said the
+ * process is gone). */
+void ftw_detect_gone(int world_rank, const char *why);
+
 /* pid of world rank r if it runs on this host (a pidfd can watch it),
  * else -1. */
 int ftw_detect_local_pid(int world_rank);

@@ -5,6 +5,7 @@
 
 #include "ftwrap.h"
 #include "ft/agree.h"
+#include "ft/cut.h"
 #include "ft/ft.h"
 #include "ft/op.h"
 #include "ft/quarantine.h"
@@ -37,6 +38,7 @@ static int coll_begin_quiet(ftw_coll_t *co, const char *name, MPI_Comm comm)
     co->owned = NULL;
     co->rspan.kind = FTW_RSPAN_NONE;
     co->gen = 0;
+    co->cut_seq = ftw_cut_seq;
     co->c = NULL;
     ftw_revoke_check();
     if (ftw_likely(!failures_known() && !ftw_revoked_count))
@@ -137,6 +139,20 @@ static int coll_cut_off(ftw_coll_t *co)
     return co->c->coll_gen != co->gen;
 }
 
+/* The collective completed: did a member's death cut what it copied? */
+static int coll_cut(ftw_coll_t *co)
+{
+    if (ftw_likely(ftw_cut_seq == co->cut_seq))
+        return MPI_SUCCESS;
+    if (co->c == NULL)
+        co->c = ftw_comm_get(co->comm);
+    if (!ftw_cut_since(co->cut_seq, co->c))
+        return MPI_SUCCESS;
+    ftw_warn("%s: a member died while the MPI copied its data; the "
+             "result is incomplete", co->name);
+    return ftw_raise(co->comm, FTW_ERR_PROC_FAIL_STOP, co->name, -1);
+}
+
 int ftw_coll_wait(ftw_coll_t *co, int rc)
 {
     ftw_poll_t p;
@@ -153,12 +169,12 @@ int ftw_coll_wait(ftw_coll_t *co, int rc)
         rc = PMPI_Test(&co->req, &flag, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS || flag) {
             free(co->owned);
-            return rc;
+            return rc == MPI_SUCCESS ? coll_cut(co) : rc;
         }
         if (ftw_poll_changed(&p) && coll_cut_off(co)) {
             if (coll_drain(&co->req, MPI_STATUS_IGNORE)) {
                 free(co->owned);
-                return MPI_SUCCESS;
+                return coll_cut(co);
             }
             /* The MPI may still use the request and its memory. */
             ftw_grave_add_full(co->req, co->owned, coll_quarantine(co));
@@ -172,7 +188,8 @@ int ftw_coll_posted(ftw_coll_t *co, int rc, MPI_Request *request)
 {
     ftw_reqinfo_t info = { .comm = co->comm, .peer = FTW_NO_PEER,
                            .peer2 = FTW_NO_PEER, .kind = FTW_OP_COLL,
-                           .coll_gen = co->gen, .owned = co->owned };
+                           .coll_gen = co->gen, .cut_seq = co->cut_seq,
+                           .owned = co->owned };
 
     if (rc == MPI_SUCCESS &&
         coll_span(co, (const void **)&info.buf, &info.count, &info.dt) == 0)

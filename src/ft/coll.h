@@ -67,6 +67,7 @@ typedef struct {
     int rc;                 /* the error ftw_coll_begin decided */
     MPI_Request req;        /* a blocking collective's native request */
     uint32_t gen;           /* the communicator's coll_gen at the start */
+    uint32_t cut_seq;       /* ftw_cut_seq at the start (ft/cut.h) */
     void *owned;            /* memory the native request uses until it
                              * completes (translated counts, packed
                              * buffers); freed with it */

@@ -11,6 +11,7 @@
 #include "ftwrap.h"
 #include "ft/bounce.h"
 #include "ft/complete.h"
+#include "ft/cut.h"
 #include "ft/ft.h"
 #include "ft/op.h"
 #include "ft/ulfm.h"
@@ -35,13 +36,14 @@ typedef struct {
     int looked_up;
 } reqset_t;
 
-/* Drains happened in this process, or receives went through bounce
- * buffers: completions must be checked (ftw_req_completed) for requests a
- * drain cancelled and for data to copy out of a bounce buffer. */
+/* Drains happened in this process, receives went through bounce buffers,
+ * or a death cut the MPI's copies: completions must be checked
+ * (ftw_req_completed) for requests a drain cancelled, for data to copy out
+ * of a bounce buffer, and for data a dead process never finished. */
 static int drains_known(void)
 {
     return atomic_load_explicit(&ftw_drain_seq, memory_order_relaxed) != 0 ||
-           ftw_unlikely(ftw_bounce_used);
+           ftw_unlikely(ftw_bounce_used) || ftw_unlikely(ftw_cut_seq != 0);
 }
 
 static int reqset_init(reqset_t *s, int n, const MPI_Request reqs[])

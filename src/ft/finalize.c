@@ -4,6 +4,11 @@
  * The survivors first meet in a barrier that tolerates failures (below),
  * so no process leaves while another still talks to it; then the detector
  * stops declaring failures (processes leaving now are not failures).
+ * Once failures are known the barrier waits at most FTW_FINALIZE_TIMEOUT
+ * for a live process: a process killed while it wrote into a receiver's
+ * shared-memory queue can leave that queue stuck (seen with MPICH over
+ * UCX's posix/sysv transports: nothing from any process reaches the
+ * receiver again), and the survivors must still be able to leave.
  * Without failures the native MPI_Finalize runs.  After failures MPICH's
  * finalize always hangs and Open MPI's hangs now and then (seen: 1 run in
  * 13 of tests/fail_finalize on a loaded host), so on both ftwrap tears
@@ -50,17 +55,50 @@ static int failures_known(void)
     return atomic_load(&ftw_fail_epoch) != 0;
 }
 
-/* Receive one int from src on ctl; 0 on success, -1 if src failed
- * first. */
-static int recv_flag(MPI_Comm ctl, int src, int tag, int *flag)
+/* recv_flag's outcomes besides 0 (received). */
+#define FLAG_FAILED (-1)    /* src failed first */
+#define FLAG_TIMEOUT (-2)   /* failures known, nothing came in time */
+
+/* Receive one int from src on ctl.  Without failures it waits as long as
+ * src takes; once a failure is known, until *deadline (set then). */
+static int recv_flag(MPI_Comm ctl, int src, int tag, int *flag,
+                     double *deadline)
 {
     ftw_reqinfo_t info = { .comm = ctl, .peer = src, .peer2 = FTW_NO_PEER,
                            .kind = FTW_OP_RECV };
     MPI_Request req;
+    ftw_poll_t p;
 
     PMPI_Irecv(flag, 1, MPI_INT, src, tag, ctl, &req);
-    return ftw_req_wait(&info, &req, MPI_STATUS_IGNORE, 1) == MPI_SUCCESS
-               ? 0 : -1;
+    ftw_poll_init(&p);
+    for (;;) {
+        int done = 0, rc;
+
+        if (PMPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return FLAG_FAILED;
+        if (done)
+            return 0;
+        if (ftw_poll_changed(&p)) {
+            rc = ftw_req_failcheck(&info, &req, MPI_STATUS_IGNORE, 1);
+            if (rc != FTW_PENDING_CODE)
+                return rc == MPI_SUCCESS ? 0 : FLAG_FAILED;
+        }
+        if ((p.spins & 63) == 0 && failures_known()) {
+            double now = PMPI_Wtime();
+
+            if (*deadline == 0)
+                *deadline = now + ftw_cfg.finalize_timeout;
+            else if (now > *deadline)
+                break;
+        }
+        ftw_poll_idle(&p);
+    }
+    PMPI_Cancel(&req);
+    PMPI_Request_free(&req);
+    ftw_warn("MPI_Finalize: no word from rank %d for %g s after process "
+             "failures; leaving the survivors' barrier", src,
+             ftw_cfg.finalize_timeout);
+    return FLAG_TIMEOUT;
 }
 
 /* The coordinator (the lowest live rank) collects an arrival from every
@@ -68,19 +106,28 @@ static int recv_flag(MPI_Comm ctl, int src, int tag, int *flag)
  * lowest takes over and everyone arrives again there.  Each arrival says
  * whether its sender knows of a failure, and the release passes the OR
  * on: every survivor leaves knowing whether anyone saw a failure, even if
- * its own detector has not caught up yet.  Returns that OR. */
+ * its own detector has not caught up yet.  Returns that OR.  A live
+ * process silent past the deadline (see the top) ends the wait: the
+ * barrier returns 1, and this process ends locally (a coordinator
+ * releases the processes that did arrive first). */
 static int survivor_barrier(MPI_Comm ctl, int me)
 {
     int n = ftw_detect_world_size();
+    double deadline = 0;
 
     for (;;) {
         int coord = lowest_live();
-        int any = failures_known(), flag = 0;
+        int any = failures_known(), flag = 0, rc;
 
         if (coord == me) {
-            for (int r = 0; r < n; r++)
-                if (r != me && !ftw_detect_is_failed(r))
-                    any |= recv_flag(ctl, r, TAG_ARRIVE, &flag) != 0 || flag;
+            for (int r = 0; r < n; r++) {
+                if (r == me || ftw_detect_is_failed(r))
+                    continue;
+                rc = recv_flag(ctl, r, TAG_ARRIVE, &flag, &deadline);
+                any |= rc != 0 || flag;
+                if (rc == FLAG_TIMEOUT)
+                    break;      /* release those that came */
+            }
             any |= failures_known();
             for (int r = 0; r < n; r++)
                 if (r != me && !ftw_detect_is_failed(r))
@@ -88,7 +135,10 @@ static int survivor_barrier(MPI_Comm ctl, int me)
             return any;
         }
         PMPI_Send(&any, 1, MPI_INT, coord, TAG_ARRIVE, ctl);
-        if (recv_flag(ctl, coord, TAG_RELEASE, &flag) == 0)
+        rc = recv_flag(ctl, coord, TAG_RELEASE, &flag, &deadline);
+        if (rc == FLAG_TIMEOUT)
+            return 1;
+        if (rc == 0)
             return flag || failures_known();
     }
 }

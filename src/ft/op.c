@@ -11,6 +11,7 @@
 #include "ft/bounce.h"
 #include "ft/coll.h"
 #include "ft/comm.h"
+#include "ft/cut.h"
 #include "ft/ft.h"
 #include "ft/p2p_rndv.h"
 #include "ft/probe.h"
@@ -464,6 +465,8 @@ static int recv_settle(MPI_Request *req, MPI_Status *st)
     return flag;
 }
 
+static int req_cut(const ftw_reqinfo_t *info, MPI_Status *st);
+
 static int recv_cancel(const ftw_reqinfo_t *info, MPI_Request *req,
                        MPI_Status *status, int source, int code)
 {
@@ -483,7 +486,11 @@ static int recv_cancel(const ftw_reqinfo_t *info, MPI_Request *req,
         return recv_abandon(info, req, status, source, code);
     PMPI_Test_cancelled(&st, &cancelled);
     if (!cancelled) {
-        int rc = info->rndv ? ftw_rndv_finish(info, &st) : MPI_SUCCESS;
+        int rc = ftw_unlikely(ftw_cut_seq != 0) ? req_cut(info, &st)
+                                                : MPI_SUCCESS;
+
+        if (rc == MPI_SUCCESS && info->rndv)
+            rc = ftw_rndv_finish(info, &st);
 
         if (status != MPI_STATUS_IGNORE)
             *status = st;
@@ -612,9 +619,38 @@ static int req_cut_by_drain(const ftw_reqinfo_t *info, MPI_Status *st)
     return cancelled;
 }
 
+/* Did the death of the process it copied from leave the completed
+ * request's data incomplete (ft/cut.h)?  FTW_ERR_PROC_FAIL_STOP if so. */
+static int req_cut(const ftw_reqinfo_t *info, MPI_Status *st)
+{
+    void *buf = info->buf;
+    MPI_Count count = info->count;
+    MPI_Datatype dt = info->dt;
+
+    if (info->kind == FTW_OP_COLL) {
+        if (info->cut_seq == ftw_cut_seq ||
+            !ftw_cut_since(info->cut_seq, ftw_comm_get(info->comm)))
+            return MPI_SUCCESS;
+    } else {
+        if (info->kind != FTW_OP_RECV || ftw_cut_count == 0)
+            return MPI_SUCCESS;
+        if (info->bounce != NULL)
+            ftw_bounce_native(info->bounce, &buf, &count, &dt);
+        if (!ftw_cut_hit(buf, count, dt))
+            return MPI_SUCCESS;
+    }
+    ftw_status_fail(st, FTW_ERR_PROC_FAIL_STOP,
+                    st != MPI_STATUS_IGNORE ? st->MPI_SOURCE : info->peer);
+    return FTW_ERR_PROC_FAIL_STOP;
+}
+
 int ftw_req_completed(const ftw_reqinfo_t *info, MPI_Status *st)
 {
-    if (info == NULL || info->kind != FTW_OP_RECV)
+    if (info == NULL)
+        return MPI_SUCCESS;
+    if (ftw_unlikely(ftw_cut_seq != 0) && req_cut(info, st) != MPI_SUCCESS)
+        return FTW_ERR_PROC_FAIL_STOP;
+    if (info->kind != FTW_OP_RECV)
         return MPI_SUCCESS;
     if (req_cut_by_drain(info, st)) {
         ftw_status_fail(st, FTW_ERR_DRAINED, info->peer);
@@ -805,6 +841,11 @@ int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
         if (ftw_likely(flag) || rc != MPI_SUCCESS) {
             if (source == MPI_PROC_NULL && rc == MPI_SUCCESS)
                 break;      /* the status fix-up in ftw_op_wait */
+            if (ftw_unlikely(ftw_cut_count) && rc == MPI_SUCCESS &&
+                ftw_cut_hit(buf, count, dt)) {
+                ftw_status_fail(status, FTW_ERR_PROC_FAIL_STOP, source);
+                return ftw_raise(comm, FTW_ERR_PROC_FAIL_STOP, name, source);
+            }
             return rc;
         }
         if (ftw_unlikely(!ftw_quiet()))

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "ftwrap.h"
+#include "ft/cut.h"
 #include "ft/ft.h"
 #include "ft/op.h"
 #include "util/log.h"
@@ -84,6 +85,9 @@ void ftw_quarantine_release(unsigned id)
         if (ranges[i].id == id) {
             ftw_info("receive buffer [%p, %p) released",
                      (const void *)ranges[i].lo, (const void *)ranges[i].hi);
+            /* Its receive was failed already: its cuts are accounted for. */
+            if (ftw_cut_count)
+                ftw_cut_forget(ranges[i].lo, ranges[i].hi);
             ranges[i] = ranges[--ftw_quarantine_count];
             ftw_stat_add(FTW_STAT_RELEASED, 1);
             break;

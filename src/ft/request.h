@@ -32,6 +32,7 @@ typedef struct {
     uint8_t persistent;
     uint8_t rndv;       /* FTW_RNDV_* (ft/p2p_rndv.h), 0: plain */
     uint32_t coll_gen;  /* FTW_OP_COLL: the communicator's coll_gen */
+    uint32_t cut_seq;   /* FTW_OP_COLL: ftw_cut_seq when posted */
     uint32_t drain_seq; /* ftw_drain_seq when posted */
     uint32_t epoch0;    /* failure epoch when posted (interrupt mode) */
     void *owned;        /* memory the native request uses, freed with the

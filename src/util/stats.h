@@ -40,6 +40,9 @@
     _(RNDV_TRUNCATED, "rndv_truncated", "rendezvous messages truncated") \
     _(RNDV_ABORTED,   "rndv_aborted",   "rendezvous ended by a failure")  \
     _(RELEASED,       "released",       "quarantined ranges released")   \
+    _(CUT_COPIES,     "cut_copies",     "MPI cross-memory copies cut by a "  \
+                                        "peer's death")                      \
+    _(CUT_FAILED,     "cut_failed",     "completions failed over cut data")  \
     _(BOUNCED,        "bounced",        "receives through a bounce buffer")
 
 typedef enum {
