@@ -253,12 +253,14 @@ int ftw_cut_since(uint32_t seq0, const ftw_comm_t *c)
 
     if (seq == seq0)
         return 0;
-    if (c == NULL || seq - seq0 > CUT_RECENT)
-        return 1;
-    pthread_mutex_lock(&cut_lock);
-    for (uint32_t s = seq0; s != seq && !hit; s++)
-        hit = comm_has(c, recent[s % CUT_RECENT]);
-    pthread_mutex_unlock(&cut_lock);
+    if (c == NULL || seq - seq0 > CUT_RECENT) {
+        hit = 1;        /* too many to tell: some member, to be safe */
+    } else {
+        pthread_mutex_lock(&cut_lock);
+        for (uint32_t s = seq0; s != seq && !hit; s++)
+            hit = comm_has(c, recent[s % CUT_RECENT]);
+        pthread_mutex_unlock(&cut_lock);
+    }
     if (hit)
         ftw_stat_add(FTW_STAT_CUT_FAILED, 1);
     return hit;
