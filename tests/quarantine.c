@@ -19,8 +19,8 @@
  * Open MPI's single-copy (CMA) path copies the whole message in one call
  * that outlives the sender, so the test turns it off to get a transfer in
  * fragments.  MPICH runs with UCX's shared-memory transports only
- * (UCX_TLS=self,sysv,posix, what ftwrun sets on one host), where the
- * sender pushes the message through the receiver's queue; with CMA the
+ * (UCX_TLS=self,sysv,posix), where the sender pushes the message through
+ * the receiver's queue; with CMA (UCX's default, which ftwrun keeps) the
  * receiver pulls it, and a cut pull ends the receive at once
  * (quarantine_cma.c).
  *

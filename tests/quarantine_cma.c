@@ -20,8 +20,8 @@
  * Either way the buffer no longer changes afterwards, and a later
  * receive from rank 2 works (checksum).
  *
- * On MPICH, UCX_TLS=all gives UCX its default transports, CMA among them
- * (ftwrun would otherwise choose shared memory only).  UCX reads the
+ * On MPICH, UCX_TLS=all pins UCX's default transports, CMA among them
+ * (what ftwrun keeps, unless UCX_TLS is set).  UCX reads the
  * message in 512 KiB pieces; the reads after the kill fail, which made
  * UCX 1.13 abort the receiver until ftwrap cut them (ft/cut.h): the
  * receive now ends with FTW_ERR_PROC_FAIL_STOP, not quarantined, since
