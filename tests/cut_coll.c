@@ -56,13 +56,8 @@ int main(int argc, char **argv)
                     pair);
         pause();                        /* killed before or after */
     }
-    if (rank == 2) {
-        MPI_Send(small, SMALL, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
-        usleep(10000);
-        kill(pids[1], SIGKILL);
-        MPI_Finalize();
-        return 0;
-    }
+    if (rank == 2)
+        return q_killer(small, SMALL, pids[1]);
 
     tap_plan(6);
     MPI_Comm_set_errhandler(pair, MPI_ERRORS_RETURN);

@@ -6,11 +6,14 @@
  *   q_class_of(rc)      the error class of rc
  *   q_stable(buf, len)  1 if buf's checksum is the same before and after
  *                       300 ms of MPI progress (nothing writes it late)
+ *   q_killer(...)       the killing rank's part: a message to rank 0
+ *                       first, then SIGKILL the victim 10 ms later
  */
 #ifndef FTW_TESTS_QCHECK_H
 #define FTW_TESTS_QCHECK_H
 
 #include <mpi.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,6 +66,18 @@ static inline int q_stable(const char *buf, size_t len)
         tap_diag("checksum %llx became %llx", (unsigned long long)before,
                  (unsigned long long)after);
     return before == after;
+}
+
+/* Send len bytes of buf to rank 0 (tag 2), which it receives after the
+ * cut, then SIGKILL victim_pid 10 ms later (into the transfer) and
+ * finalize; returns main's status. */
+static inline int q_killer(const char *buf, int len, int victim_pid)
+{
+    MPI_Send(buf, len, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
+    usleep(10000);
+    kill(victim_pid, SIGKILL);
+    MPI_Finalize();
+    return 0;
 }
 
 #endif
