@@ -32,6 +32,9 @@ extern "C" {
  * Error classes.  MPI_Error_class() and MPI_Error_string() work on them.
  *
  * FTW_ERR_PROC_FAIL_STOP       a process this operation depends on failed
+ *                              (a receive or collective whose data the
+ *                              dead process stopped sending may hold part
+ *                              of it; nothing writes the buffer later)
  * FTW_ERR_ANY_SOURCE_DISABLED  MPI_ANY_SOURCE receives are disabled on this
  *                              communicator after a failure; the request
  *                              stays pending (re-enable, cancel or wait)
