@@ -20,8 +20,8 @@ typedef struct {
     int world;          /* the process the bytes should have come from */
 } cut_t;
 
-/* The last cuts' processes, for collectives (ftw_cut_since); older cuts
- * than this many count as "some member". */
+/* The processes of the last cut events, for collectives (ftw_cut_since);
+ * older events than this many count as "some member". */
 #define CUT_RECENT 64
 
 int ftw_cut_count;
@@ -111,8 +111,14 @@ static void cut_record(const struct iovec *local, unsigned long nlocal,
             cut_add(base + (a - start), base + (b - start), world);
         off = end;
     }
-    recent[ftw_cut_seq % CUT_RECENT] = world;
-    ftw_cut_seq++;
+    /* One event per run of cuts from one process: a transfer is cut in
+     * many reads, and a collective that starts after the first finds the
+     * process published failed already. */
+    if (ftw_cut_seq == 0 ||
+        recent[(ftw_cut_seq - 1) % CUT_RECENT] != world) {
+        recent[ftw_cut_seq % CUT_RECENT] = world;
+        __atomic_store_n(&ftw_cut_seq, ftw_cut_seq + 1, __ATOMIC_RELEASE);
+    }
     pthread_mutex_unlock(&cut_lock);
 }
 
