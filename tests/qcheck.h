@@ -8,6 +8,8 @@
  *                       300 ms of MPI progress (nothing writes it late)
  *   q_killer(...)       the killing rank's part: a message to rank 0
  *                       first, then SIGKILL the victim 10 ms later
+ *   q_finish(...)       rank 0's end: that message arrives intact, then
+ *                       finalize
  */
 #ifndef FTW_TESTS_QCHECK_H
 #define FTW_TESTS_QCHECK_H
@@ -78,6 +80,22 @@ static inline int q_killer(const char *buf, int len, int victim_pid)
     kill(victim_pid, SIGKILL);
     MPI_Finalize();
     return 0;
+}
+
+/* Rank 0's last check and end: q_killer's message (len bytes filled
+ * with seed) arrives into buf intact; big is freed.  Returns main's
+ * status. */
+static inline int q_finish(char *buf, int len, uint64_t seed, char *big)
+{
+    int rc = MPI_Recv(buf, len, MPI_BYTE, 2, 2, MPI_COMM_WORLD,
+                      MPI_STATUS_IGNORE);
+
+    tap_ok_local(rc == MPI_SUCCESS && tap_check(buf, (size_t)len, seed),
+                 "a later receive from another process works (checksum)");
+    fflush(stdout);
+    free(big);
+    MPI_Finalize();
+    return tap_status();
 }
 
 #endif
