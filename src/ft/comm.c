@@ -203,8 +203,7 @@ void ftw_comm_refresh(ftw_comm_t *c)
     for (uint32_t i = c->epoch_seen; i < epoch; i++) {
         int w = ftw_detect_failure(i);
 
-        if (world_index(c->peer_world, c->size, w) >= 0 ||
-            (c->local_world && world_index(c->local_world, c->nlocal, w) >= 0)) {
+        if (ftw_comm_has_member(c, w)) {
             c->nfailed++;
             c->coll_active = 0;
             c->coll_gen++;

@@ -172,12 +172,13 @@ static ssize_t vm_copy(long nr, int pid, const struct iovec *local,
                        unsigned long nremote, unsigned long flags)
 {
     ssize_t n = syscall(nr, pid, local, nlocal, remote, nremote, flags);
-    size_t want;
+    size_t want, rwant;
 
     if (ftw_likely(n >= 0) || errno == ESRCH) {
         want = iov_bytes(local, nlocal);
-        if (iov_bytes(remote, nremote) < want)
-            want = iov_bytes(remote, nremote);
+        rwant = iov_bytes(remote, nremote);
+        if (rwant < want)
+            want = rwant;
         if (ftw_likely(n >= 0 && (size_t)n >= want))
             return n;
         return vm_cut(nr, pid, local, nlocal, remote, nremote, flags, n,
@@ -206,14 +207,11 @@ FTW_EXPORT ssize_t process_vm_writev(pid_t pid, const struct iovec *local,
                    nremote, flags);
 }
 
-int ftw_cut_hit(const void *buf, MPI_Count count, MPI_Datatype dt)
+/* Drop the cut ranges overlapping [lo, hi); 1 if there were any. */
+static int cut_drop(const char *lo, const char *hi)
 {
-    const char *lo, *hi;
     int hit = 0;
 
-    if (buf == NULL || ftw_buffer_span(buf, count, dt, &lo, &hi) !=
-                           MPI_SUCCESS || lo == hi)
-        return 0;
     pthread_mutex_lock(&cut_lock);
     for (int i = 0; i < ftw_cut_count;) {
         if (lo < cuts[i].hi && cuts[i].lo < hi) {
@@ -224,32 +222,23 @@ int ftw_cut_hit(const void *buf, MPI_Count count, MPI_Datatype dt)
         }
     }
     pthread_mutex_unlock(&cut_lock);
-    if (hit)
-        ftw_stat_add(FTW_STAT_CUT_FAILED, 1);
     return hit;
+}
+
+int ftw_cut_hit(const void *buf, MPI_Count count, MPI_Datatype dt)
+{
+    const char *lo, *hi;
+
+    if (buf == NULL || ftw_buffer_span(buf, count, dt, &lo, &hi) !=
+                           MPI_SUCCESS || lo == hi || !cut_drop(lo, hi))
+        return 0;
+    ftw_stat_add(FTW_STAT_CUT_FAILED, 1);
+    return 1;
 }
 
 void ftw_cut_forget(const char *lo, const char *hi)
 {
-    pthread_mutex_lock(&cut_lock);
-    for (int i = 0; i < ftw_cut_count;) {
-        if (lo < cuts[i].hi && cuts[i].lo < hi)
-            cuts[i] = cuts[--ftw_cut_count];
-        else
-            i++;
-    }
-    pthread_mutex_unlock(&cut_lock);
-}
-
-static int comm_has(const ftw_comm_t *c, int world)
-{
-    for (int i = 0; i < c->size; i++)
-        if (c->peer_world[i] == world)
-            return 1;
-    for (int i = 0; c->local_world != NULL && i < c->nlocal; i++)
-        if (c->local_world[i] == world)
-            return 1;
-    return 0;
+    cut_drop(lo, hi);
 }
 
 int ftw_cut_since(uint32_t seq0, const ftw_comm_t *c)
@@ -264,7 +253,7 @@ int ftw_cut_since(uint32_t seq0, const ftw_comm_t *c)
     } else {
         pthread_mutex_lock(&cut_lock);
         for (uint32_t s = seq0; s != seq && !hit; s++)
-            hit = comm_has(c, recent[s % CUT_RECENT]);
+            hit = ftw_comm_has_member(c, recent[s % CUT_RECENT]);
         pthread_mutex_unlock(&cut_lock);
     }
     if (hit)

@@ -108,8 +108,9 @@ static int recv_flag(MPI_Comm ctl, int src, int tag, int *flag,
  * on: every survivor leaves knowing whether anyone saw a failure, even if
  * its own detector has not caught up yet.  Returns that OR.  A live
  * process silent past the deadline (see the top) ends the wait: the
- * barrier returns 1, and this process ends locally (a coordinator
- * releases the processes that did arrive first). */
+ * barrier returns 1, and this process ends locally (a coordinator first
+ * sends the release to every live process, so those that arrived need
+ * not wait for their own deadline). */
 static int survivor_barrier(MPI_Comm ctl, int me)
 {
     int n = ftw_detect_world_size();

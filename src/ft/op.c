@@ -810,6 +810,19 @@ static int recv_watched(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
     return ftw_op_wait(&op, MPI_SUCCESS, status);
 }
 
+/* A fast-path receive completed (rc): fail it if a dead sender's cut
+ * copy left its data short (ft/cut.h).  One branch until a cut. */
+static int recv_fast_done(int rc, MPI_Status *status, MPI_Comm comm,
+                          int source, const char *name, void *buf,
+                          MPI_Count count, MPI_Datatype dt)
+{
+    if (ftw_likely(ftw_cut_count == 0) || rc != MPI_SUCCESS ||
+        !ftw_cut_hit(buf, count, dt))
+        return rc;
+    ftw_status_fail(status, FTW_ERR_PROC_FAIL_STOP, source);
+    return ftw_raise(comm, FTW_ERR_PROC_FAIL_STOP, name, source);
+}
+
 int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
                   int source, int tag, const char *name, void *buf,
                   MPI_Count count, MPI_Datatype dt)
@@ -829,7 +842,8 @@ int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
         int rc;
 
         if (fast_wait(req, status, comm, source, tag, buf, count, dt, &rc))
-            return rc;
+            return recv_fast_done(rc, status, comm, source, name, buf,
+                                  count, dt);
         return recv_watched(req, status, comm, source, name, buf, count, dt);
     }
 #else
@@ -841,12 +855,8 @@ int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
         if (ftw_likely(flag) || rc != MPI_SUCCESS) {
             if (source == MPI_PROC_NULL && rc == MPI_SUCCESS)
                 break;      /* the status fix-up in ftw_op_wait */
-            if (ftw_unlikely(ftw_cut_count) && rc == MPI_SUCCESS &&
-                ftw_cut_hit(buf, count, dt)) {
-                ftw_status_fail(status, FTW_ERR_PROC_FAIL_STOP, source);
-                return ftw_raise(comm, FTW_ERR_PROC_FAIL_STOP, name, source);
-            }
-            return rc;
+            return recv_fast_done(rc, status, comm, source, name, buf,
+                                  count, dt);
         }
         if (ftw_unlikely(!ftw_quiet()))
             break;

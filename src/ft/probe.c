@@ -208,11 +208,10 @@ int ftw_iprobe(int source, int tag, MPI_Comm comm, int *flag,
         *flag = 0;
         return op.rc;
     }
-    if (ftw_rndv_min != 0)
+    if (ftw_rndv_min != 0) {
         ftw_rndv_progress();    /* a probe loop must not starve shm pulls */
-    if (ftw_rndv_min != 0)
         rc = look_stash(&op, tag, flag, NULL, status);
-    else
+    } else
         rc = PMPI_Iprobe(op.npeer, tag, op.native, flag, status);
     if (rc == MPI_SUCCESS && *flag)
         ftw_status_to_user(op.info.p2p_user, op.info.p2p_n, status);
@@ -256,11 +255,10 @@ int ftw_improbe(int source, int tag, MPI_Comm comm, int *flag,
         *flag = 0;
         return op.rc;
     }
-    if (ftw_rndv_min != 0)
+    if (ftw_rndv_min != 0) {
         ftw_rndv_progress();
-    if (ftw_rndv_min != 0)
         rc = look_stash(&op, tag, flag, message, &st);
-    else
+    } else
         rc = PMPI_Improbe(op.npeer, tag, op.native, flag, message, &st);
     if (rc != MPI_SUCCESS || !*flag)
         return rc;

@@ -86,15 +86,10 @@ static ftw_status_t cma_expose(int peer, uint64_t addr, size_t len,
     return FTW_OK;
 }
 
-static void cma_release(const void *owner)
-{
-    (void)owner;
-}
-
 const ftw_xport_ops_t ftw_xport_cma_ops = {
     .name = "cma",
     .reach = cma_reach,
     .pull = cma_pull,
     .expose = cma_expose,
-    .release = cma_release,
+    .release = ftw_xport_release_none,
 };

@@ -31,15 +31,10 @@ static ftw_status_t native_expose(int peer, uint64_t addr, size_t len,
     return FTW_ST_UNSUPPORTED;
 }
 
-static void native_release(const void *owner)
-{
-    (void)owner;
-}
-
 const ftw_xport_ops_t ftw_xport_native_ops = {
     .name = "native",
     .reach = native_reach,
     .pull = native_pull,
     .expose = native_expose,
-    .release = native_release,
+    .release = ftw_xport_release_none,
 };

@@ -63,6 +63,9 @@ typedef struct ftw_xport_ops {
     void (*release)(const void *owner);
 } ftw_xport_ops_t;
 
+/* release for a transport that exposes nothing to release. */
+void ftw_xport_release_none(const void *owner);
+
 extern const ftw_xport_ops_t ftw_xport_native_ops;
 extern const ftw_xport_ops_t ftw_xport_cma_ops;
 extern const ftw_xport_ops_t ftw_xport_shm_ops;
