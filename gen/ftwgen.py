@@ -730,6 +730,40 @@ def body_for(f):
     return body_passthrough(f)
 
 
+def single_status(f):
+    """The MPI_Status * parameter of a single-completion call, or None.
+
+    MPI lets only the calls that return an array of statuses write the
+    MPI_ERROR field; a single-completion call (receive, probe, wait, test,
+    waitany, request_get_status, file access) leaves it as the caller set
+    it, whether it succeeds or fails.  The status accessors and converters
+    (MPI_Status_*, *_f2c, *_c2f) write whole statuses and are not such
+    calls."""
+    if f.ret != "int" or re.search(r"^MPIX?_Status_|_(f2c|c2f|f082f|f2f08)$",
+                                   f.name):
+        return None
+    sts = [p for p in f.params if re.match(ST + "$", p.type) and
+           "statuses" not in p.name]
+    return sts[0].name if len(sts) == 1 else None
+
+
+def wrapper(f):
+    """The exported function: its body, and for a single-completion call
+    the MPI_ERROR field of its status kept around it."""
+    st = single_status(f)
+    if st is None:
+        return "\n%s\n{\n%s}\n" % (f.decl(), body_for(f))
+    inner = "ftw_body_" + f.name
+    return ("\nstatic inline int %s(%s)\n{\n%s}\n"
+            "\n%s\n{\n"
+            "    int err = ftw_status_error(%s);\n"
+            "    int rc = %s;\n\n"
+            "    ftw_status_error_keep(%s, err);\n"
+            "    return rc;\n}\n"
+            % (inner, ", ".join(p.decl for p in f.params), body_for(f),
+               f.decl(), st, f.call(inner), st))
+
+
 def emit(funcs, headers, cc, out):
     os.makedirs(out, exist_ok=True)
     banner = BANNER.format(cc=cc)
@@ -749,7 +783,7 @@ def emit(funcs, headers, cc, out):
                     "#pragma GCC diagnostic ignored "
                     "\"-Wdeprecated-declarations\"\n")
             for f in fs:
-                o.write("\n%s\n{\n%s}\n" % (f.decl(), body_for(f)))
+                o.write(wrapper(f))
         written.add(os.path.basename(path))
 
     # Remove wrapper files of families this MPI no longer has.

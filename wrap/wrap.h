@@ -21,4 +21,17 @@
 #include "ft/probe.h"
 #include "ft/ulfm.h"
 
+/* The MPI_ERROR field of a single-completion call's status, kept: read
+ * before the call, written back after it. */
+static inline int ftw_status_error(const MPI_Status *status)
+{
+    return status != MPI_STATUS_IGNORE ? status->MPI_ERROR : 0;
+}
+
+static inline void ftw_status_error_keep(MPI_Status *status, int err)
+{
+    if (status != MPI_STATUS_IGNORE)
+        status->MPI_ERROR = err;
+}
+
 #endif
