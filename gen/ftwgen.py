@@ -320,16 +320,14 @@ def body_comm_create(f):
     collective = 0 if rules.NONBLOCKING in f.attrs else 1
     agree = 1 if rules.AGREE in f.attrs else 0
     if parent is None:
-        return ("    int rc;\n\n"
-                "    ftw_wrap_check();\n"
-                "    rc = %s;\n"
-                "    if (rc == MPI_SUCCESS)\n"
-                "        ftw_comm_track(*%s, %d);\n"
-                "    return rc;\n" % (f.call(f.pname), out, collective))
+        return ("    ftw_wrap_check();\n"
+                "    return ftw_create_orphan(%s, %s, %d);\n"
+                % (f.call(f.pname), out, collective))
     groups = [p.name for p in f.params if p.type == "MPI_Group"]
     if f.name == "MPI_Comm_create_group":
-        begin = "ftw_create_begin_group(&co, \"%s\", %s, %s)" % (
-            f.name, parent, groups[0])
+        begin = "ftw_create_begin_group(&co, \"%s\", %s, %s, %s)" % (
+            f.name, parent, groups[0], shape(f, [COMM, "MPI_Group", "int",
+                                                  r"MPI_Comm \*"])[2])
     else:
         begin = "ftw_create_begin(&co, \"%s\", %s, %d)" % (
             f.name, parent, 1 if rules.ANY_RANKS in f.attrs else 0)

@@ -5,31 +5,26 @@
 #include <string.h>
 
 #include "detect/detect.h"
+#include "ft/ctl.h"
 #include "ft/op.h"
 #include "util/log.h"
 
-#define AGREE_TAG_BASE 1000
-#define AGREE_TAG_SPAN 20000
-
 enum { MSG_PROPOSAL = 1, MSG_DECIDED = 2 };
-
-typedef struct {
-    int32_t type;
-    int32_t round;
-} msg_hdr_t;
 
 /* A broadcast's message, kept until its sends complete. */
 typedef struct bcast {
     struct bcast *next;
     MPI_Request *reqs;      /* [n] */
-    int *peer;              /* [n] */
+    int *peer;              /* [n] world ranks */
     int nreq;
-    unsigned char msg[];
+    unsigned char msg[];    /* ftw_ctl_hdr_t, then the value */
 } bcast_t;
 
 struct ftw_agree {
     ftw_comm_t *c;
-    int n, me, tag;
+    uint64_t id;            /* c->id */
+    uint32_t seq;           /* the agreement's number on c */
+    int n, me;
     int round;
     int nrounds;            /* rows of prop and recvd */
     size_t vlen;            /* value: n failed bytes + 4 flag bytes */
@@ -37,7 +32,8 @@ struct ftw_agree {
     uint8_t *recvd;         /* [nrounds][n]: received-from sets */
     int decided;
     uint8_t *decision;      /* [vlen] */
-    unsigned char *inbuf;   /* one incoming message */
+    uint8_t *decided_from;  /* [n]: DECIDED received from */
+    int *rank_of;           /* [world size]: rank in c, or -1 */
     bcast_t *sent;
 };
 
@@ -70,9 +66,10 @@ static int is_failed(ftw_agree_t *a, int r)
  * to this process as well. */
 static int broadcast(ftw_agree_t *a, int type, int round, const uint8_t *v)
 {
-    size_t len = sizeof(msg_hdr_t) + a->vlen;
+    size_t len = sizeof(ftw_ctl_hdr_t) + a->vlen;
     bcast_t *b = malloc(sizeof(*b) + len);
-    msg_hdr_t hdr = { type, round };
+    ftw_ctl_hdr_t hdr = { .id = a->id, .seq = a->seq, .type = type,
+                          .round = round };
 
     if (b == NULL)
         goto err;
@@ -86,9 +83,9 @@ static int broadcast(ftw_agree_t *a, int type, int round, const uint8_t *v)
     for (int q = 0; q < a->n; q++) {
         if (q == a->me || is_failed(a, q))
             continue;
-        PMPI_Isend(b->msg, (int)len, MPI_BYTE, q, a->tag, a->c->ctl,
-                   &b->reqs[b->nreq]);
-        b->peer[b->nreq++] = q;
+        PMPI_Isend(b->msg, (int)len, MPI_BYTE, a->c->peer_world[q],
+                   FTW_CTL_TAG_AGREE, ftw_ctl_comm, &b->reqs[b->nreq]);
+        b->peer[b->nreq++] = a->c->peer_world[q];
     }
     b->next = a->sent;
     a->sent = b;
@@ -110,21 +107,49 @@ static void decide(ftw_agree_t *a, const uint8_t *v)
     broadcast(a, MSG_DECIDED, 0, v);
 }
 
-static void deliver(ftw_agree_t *a, int from, const unsigned char *msg)
+static void deliver(ftw_agree_t *a, const ftw_ctl_msg_t *m)
 {
-    msg_hdr_t hdr;
-    const uint8_t *v = msg + sizeof(hdr);
+    const ftw_ctl_hdr_t *hdr = &m->u.hdr;
+    const uint8_t *v = m->u.data + sizeof(*hdr);
+    int from = m->from >= 0 && m->from < ftw_detect_world_size() ?
+               a->rank_of[m->from] : -1;
 
-    memcpy(&hdr, msg, sizeof(hdr));
-    if (hdr.type == MSG_DECIDED) {
+    if (from < 0 || m->len != (int)(sizeof(*hdr) + a->vlen)) {
+        ftw_warn_sparse("agreement message of %d bytes from world rank %d "
+                        "dropped", m->len, m->from);
+        return;
+    }
+    if (hdr->type == MSG_DECIDED) {
+        a->decided_from[from] = 1;
         if (!a->decided && !is_failed(a, from))
             decide(a, v);
         return;
     }
-    if (hdr.type != MSG_PROPOSAL || hdr.round < 1 || hdr.round >= a->nrounds)
+    if (hdr->type != MSG_PROPOSAL || hdr->round < 1 ||
+        hdr->round >= a->nrounds)
         return;
-    recvd_row(a, hdr.round)[from] = 1;
-    value_merge(a, prop_row(a, hdr.round), v);
+    recvd_row(a, hdr->round)[from] = 1;
+    value_merge(a, prop_row(a, hdr->round), v);
+}
+
+static int agree_match(const ftw_ctl_hdr_t *hdr, void *arg)
+{
+    const ftw_agree_t *a = arg;
+
+    return hdr->id == a->id && hdr->seq == a->seq;
+}
+
+/* Decided, and every other live process said so too: every message of
+ * this agreement sent to this process has been taken off the channel
+ * (a process's DECIDED is its last), so none is left to pile up. */
+static int all_done(ftw_agree_t *a)
+{
+    if (!a->decided)
+        return 0;
+    for (int q = 0; q < a->n; q++)
+        if (q != a->me && !a->decided_from[q] && !is_failed(a, q))
+            return 0;
+    return 1;
 }
 
 /* Send the proposal of round r (the aggregate of round r-1). */
@@ -148,20 +173,15 @@ static int round_complete(ftw_agree_t *a)
 
 int ftw_agree_test(ftw_agree_t *a)
 {
-    size_t len = sizeof(msg_hdr_t) + a->vlen;
+    while (!all_done(a)) {
+        ftw_ctl_msg_t *m = ftw_ctl_take(FTW_CTL_TAG_AGREE, agree_match, a);
 
-    while (!a->decided) {
-        MPI_Status st;
-        int flag = 0;
-
-        PMPI_Iprobe(MPI_ANY_SOURCE, a->tag, a->c->ctl, &flag, &st);
-        if (flag) {
-            PMPI_Recv(a->inbuf, (int)len, MPI_BYTE, st.MPI_SOURCE, a->tag,
-                      a->c->ctl, MPI_STATUS_IGNORE);
-            deliver(a, st.MPI_SOURCE, a->inbuf);
+        if (m != NULL) {
+            deliver(a, m);
+            free(m);
             continue;
         }
-        if (!round_complete(a))
+        if (a->decided || !round_complete(a))
             return 0;
         if (!memcmp(recvd_row(a, a->round), recvd_row(a, a->round - 1),
                     (size_t)a->n)) {
@@ -182,28 +202,37 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
 {
     ftw_agree_t *a;
     uint8_t *v = NULL;
+    int nworld = ftw_detect_world_size();
 
-    if (c->ctl == MPI_COMM_NULL) {
+    if (c->id == 0) {
         ftw_error("no agreement possible on this communicator (an "
-                  "intercommunicator, or one made by MPI_Comm_idup)");
+                  "intercommunicator, or one ftwrap did not see made)");
         return MPI_ERR_COMM;
     }
     a = calloc(1, sizeof(*a));
     if (a == NULL)
         goto err;
     a->c = c;
+    a->id = c->id;
+    a->seq = c->agree_seq++;
     a->n = c->size;
     a->me = c->rank;
-    a->tag = AGREE_TAG_BASE + (int)(c->agree_seq++ % AGREE_TAG_SPAN);
     a->nrounds = a->n + 2;
     a->vlen = (size_t)a->n + 4;
     a->prop = calloc((size_t)a->nrounds, a->vlen);
     a->recvd = calloc((size_t)a->nrounds, (size_t)a->n);
     a->decision = malloc(a->vlen);
-    a->inbuf = malloc(sizeof(msg_hdr_t) + a->vlen);
+    a->decided_from = calloc((size_t)a->n, 1);
+    a->rank_of = malloc(sizeof(int) * (size_t)(nworld > 0 ? nworld : 1));
     v = malloc(a->vlen);
-    if (!a->prop || !a->recvd || !a->decision || !a->inbuf || !v)
+    if (!a->prop || !a->recvd || !a->decision || !a->decided_from ||
+        !a->rank_of || !v)
         goto err_free;
+    for (int w = 0; w < nworld; w++)
+        a->rank_of[w] = -1;
+    for (int q = 0; q < a->n; q++)
+        if (c->peer_world[q] >= 0 && c->peer_world[q] < nworld)
+            a->rank_of[c->peer_world[q]] = q;
     for (int r = 0; r < a->nrounds; r++)
         memset(prop_row(a, r) + a->n, 0xff, 4); /* neutral element of AND */
     memset(recvd_row(a, 0), 1, (size_t)a->n);
@@ -232,14 +261,10 @@ void ftw_agree_result(const ftw_agree_t *a, uint8_t *failed, int *flag)
 
 /* Finish a broadcast's sends: they are small and go eagerly; one to a
  * process that died meanwhile is given up. */
-static void bcast_finish(ftw_agree_t *a, bcast_t *b)
+static void bcast_finish(bcast_t *b)
 {
-    for (int i = 0; i < b->nreq; i++) {
-        ftw_reqinfo_t info = { .comm = a->c->ctl, .peer = b->peer[i],
-                               .peer2 = FTW_NO_PEER, .kind = FTW_OP_SEND };
-
-        ftw_req_wait(&info, &b->reqs[i], MPI_STATUS_IGNORE, 1);
-    }
+    for (int i = 0; i < b->nreq; i++)
+        ftw_ctl_send_finish(&b->reqs[i], b->peer[i]);
     free(b->reqs);
     free(b->peer);
     free(b);
@@ -253,12 +278,13 @@ void ftw_agree_free(ftw_agree_t *a)
         bcast_t *b = a->sent;
 
         a->sent = b->next;
-        bcast_finish(a, b);
+        bcast_finish(b);
     }
     free(a->prop);
     free(a->recvd);
     free(a->decision);
-    free(a->inbuf);
+    free(a->decided_from);
+    free(a->rank_of);
     free(a);
 }
 

@@ -18,8 +18,11 @@
  * The value agreed is a deterministic function of the set of proposals:
  * the bitwise OR of the proposed failed bytes (one per rank; bit 0 means
  * failed, callers may use other bits) and the bitwise AND of the proposed
- * int flags.  Messages travel on the communicator's control
- * communicator, one tag per agreement, so they never meet user traffic.
+ * int flags.  Messages travel on ftwrap's control channel (ctl.h),
+ * named by the communicator's id and the agreement's number on it, so
+ * they never meet user traffic or another agreement's.  A process ends an
+ * agreement once it has decided and heard DECIDED from every other live
+ * process, each one's last message: nothing of it stays behind.
  */
 #ifndef FTW_FT_AGREE_H
 #define FTW_FT_AGREE_H
@@ -31,7 +34,7 @@
 
 typedef struct ftw_agree ftw_agree_t;
 
-/* Start an agreement on c->ctl with this process's proposal: failed (one
+/* Start an agreement on c with this process's proposal: failed (one
  * byte per rank of c, bit 0 = failed; NULL: what the detector knows now)
  * and flag. */
 int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,

@@ -232,10 +232,22 @@ int ftw_coll_unsupported(ftw_coll_t *co)
 
 /* ---- communicator creation ---------------------------------------------- */
 
+/* The parent's record, looked up once. */
+static ftw_comm_t *create_parent(ftw_coll_t *co)
+{
+    if (co->c == NULL)
+        co->c = ftw_comm_get(co->comm);
+    return co->c;
+}
+
 int ftw_create_begin(ftw_coll_t *co, const char *name, MPI_Comm parent,
                      int any_ranks)
 {
-    if (ftw_coll_begin(co, name, parent))
+    int refused = ftw_coll_begin(co, name, parent);
+
+    /* Every member counts the call, refused or not. */
+    co->child_id = ftw_comm_next_id(create_parent(co));
+    if (refused)
         return 1;
     if (co->rotated && !any_ranks) {
         ftw_error("%s: the communicator has failed processes; make a "
@@ -248,12 +260,14 @@ int ftw_create_begin(ftw_coll_t *co, const char *name, MPI_Comm parent,
 }
 
 int ftw_create_begin_group(ftw_coll_t *co, const char *name, MPI_Comm parent,
-                           MPI_Group group)
+                           MPI_Group group, int tag)
 {
     MPI_Group all;
-    int n, *ranks, *in_parent, bad = -1;
+    int n, *ranks, *in_parent, bad = -1, inactive;
 
-    if (coll_begin_quiet(co, name, parent) == 0 || co->c == NULL)
+    inactive = coll_begin_quiet(co, name, parent);
+    co->child_id = ftw_comm_next_group_id(create_parent(co), group, tag);
+    if (!inactive || co->c == NULL)
         return 0;
     if (co->c->revoked) {
         co->rc = ftw_raise(parent, MPIX_ERR_REVOKED, name, -1);
@@ -285,9 +299,9 @@ int ftw_create_begin_group(ftw_coll_t *co, const char *name, MPI_Comm parent,
 int ftw_create_end(ftw_coll_t *co, int rc, MPI_Comm *newcomm, int agree,
                    int collective)
 {
-    ftw_comm_t *parent = co->c ? co->c : ftw_comm_get(co->comm);
+    ftw_comm_t *parent = create_parent(co);
 
-    if (agree && parent != NULL && parent->ctl != MPI_COMM_NULL) {
+    if (agree && parent != NULL && parent->id != 0) {
         uint8_t *failed = malloc((size_t)parent->size + 1);
         int all_ok = 0;
 
@@ -303,7 +317,20 @@ int ftw_create_end(ftw_coll_t *co, int rc, MPI_Comm *newcomm, int agree,
             return ftw_raise(co->comm, FTW_ERR_PROC_FAIL_STOP, co->name, -1);
         }
     }
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (!collective)
+        ftw_comm_expect(*newcomm, co->child_id);
+    else
+        ftw_comm_track(*newcomm, co->child_id != 0 ? co->child_id :
+                                 ftw_comm_agreed_id(*newcomm));
+    return rc;
+}
+
+int ftw_create_orphan(int rc, MPI_Comm *newcomm, int collective)
+{
     if (rc == MPI_SUCCESS)
-        ftw_comm_track(*newcomm, collective);
+        ftw_comm_track(*newcomm, collective ? ftw_comm_agreed_id(*newcomm)
+                                            : 0);
     return rc;
 }

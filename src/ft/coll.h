@@ -72,6 +72,7 @@ typedef struct {
                              * completes (translated counts, packed
                              * buffers); freed with it */
     ftw_rspan_t rspan;      /* the receive buffer, for the quarantine */
+    uint64_t child_id;      /* creation: the new communicator's id */
 } ftw_coll_t;
 
 /* Nonzero if the collective must fail at once (co->rc, already raised). */
@@ -97,15 +98,22 @@ int ftw_coll_failcheck(ftw_comm_t *c, const ftw_reqinfo_t *info,
  * depend on rank numbers (any_ranks: split, create, create_group), which
  * then runs on the survivors' communicator (co->native).  ftw_create_end
  * agrees (agree: over the parent's members) that every process created
- * the communicator, frees it everywhere otherwise, and tracks it. */
+ * the communicator, frees it everywhere otherwise, and tracks it with the
+ * id the begin computed (comm.h).  collective = 0 (MPI_Comm_idup): the
+ * new handle is not usable yet; it gets its id when ftwrap first looks at
+ * it. */
 int ftw_create_begin(ftw_coll_t *co, const char *name, MPI_Comm parent,
                      int any_ranks);
 /* MPI_Comm_create_group: only the group's members call it, so only their
  * failures matter. */
 int ftw_create_begin_group(ftw_coll_t *co, const char *name, MPI_Comm parent,
-                           MPI_Group group);
+                           MPI_Group group, int tag);
 int ftw_create_end(ftw_coll_t *co, int rc, MPI_Comm *newcomm, int agree,
                    int collective);
+
+/* A communicator made without a parent (MPI_Comm_join, ...): tracked, with
+ * an id its members agree on when all of them are making it now. */
+int ftw_create_orphan(int rc, MPI_Comm *newcomm, int collective);
 
 /* Survivor rank in co->native of comm rank r, or -1 if r was excluded. */
 static inline int ftw_coll_rank(const ftw_coll_t *co, int r)

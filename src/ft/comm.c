@@ -10,9 +10,36 @@
 #include "util/stats.h"
 
 static ftw_comm_t *comm_table;
+static ftw_comm_t *id_table;        /* the records with an id, by id */
 int ftw_p2p_moved;
 _Atomic uint32_t ftw_drain_seq;
 static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* MPI_Comm_create_group calls on one communicator with one (tag, group). */
+struct ftw_group_seq {
+    uint64_t key;           /* hash of the tag and the group's world ranks */
+    uint32_t seq;
+    UT_hash_handle hh;
+};
+
+/* Handles from MPI_Comm_idup and the ids they get (ftw_comm_expect). */
+struct expected {
+    struct expected *next;
+    MPI_Comm comm;
+    uint64_t id;
+};
+static struct expected *expected_list;
+
+/* splitmix64's finalizer: ids of different inputs differ. */
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    uint64_t z = h ^ (v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2));
+
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return z > FTW_COMM_ID_SELF ? z : z + FTW_COMM_ID_SELF + 1;
+}
 
 static ftw_comm_t *comm_find_locked(MPI_Comm comm)
 {
@@ -47,6 +74,12 @@ err_free:
 
 static void comm_free_record(ftw_comm_t *c)
 {
+    struct ftw_group_seq *g, *tmp;
+
+    HASH_ITER(hh, c->group_seq, g, tmp) {
+        HASH_DEL(c->group_seq, g);
+        free(g);
+    }
     free(c->peer_world);
     free(c->local_world);
     free(c->surv);
@@ -73,7 +106,6 @@ static ftw_comm_t *comm_new(MPI_Comm comm)
         goto err;
     c->user = comm;
     c->native = comm;
-    c->ctl = MPI_COMM_NULL;
     c->coll = comm;
     c->p2p = comm;
     c->coll_active = 1;
@@ -108,30 +140,57 @@ err:
     return NULL;
 }
 
-/* Insert c unless the handle is already known; returns the record in the
- * table. */
-static ftw_comm_t *comm_insert(ftw_comm_t *c)
+static void set_id_locked(ftw_comm_t *c, uint64_t id)
+{
+    if (c->id != 0 || id == 0)
+        return;
+    c->id = id;
+    HASH_ADD(hh_id, id_table, id, sizeof(c->id), c);
+}
+
+/* The id an MPI_Comm_idup handle was promised, taken off the list. */
+static uint64_t expected_take_locked(MPI_Comm comm)
+{
+    for (struct expected **pp = &expected_list; *pp != NULL;
+         pp = &(*pp)->next) {
+        struct expected *e = *pp;
+        uint64_t id = e->id;
+
+        if (e->comm != comm)
+            continue;
+        *pp = e->next;
+        free(e);
+        return id;
+    }
+    return 0;
+}
+
+/* Insert c unless the handle is already known (then give the known record
+ * the id if it had none); returns the record in the table. */
+static ftw_comm_t *comm_insert(ftw_comm_t *c, uint64_t id)
 {
     ftw_comm_t *old;
 
     pthread_mutex_lock(&comm_lock);
     old = comm_find_locked(c->user);
-    if (old == NULL)
+    if (id == 0 && expected_list != NULL)
+        id = expected_take_locked(c->user);
+    if (old == NULL) {
         HASH_ADD(hh, comm_table, user, sizeof(c->user), c);
+        set_id_locked(c, id);
+    } else {
+        set_id_locked(old, id);
+    }
     pthread_mutex_unlock(&comm_lock);
     if (old != NULL) {
-        MPI_Comm ctl = c->ctl;
-
         comm_free_record(c);
-        if (ctl != MPI_COMM_NULL)
-            PMPI_Comm_free(&ctl);
         return old;
     }
     ftw_stat_add(FTW_STAT_COMMS_CREATED, 1);
     return c;
 }
 
-ftw_status_t ftw_comm_track(MPI_Comm comm, int collective)
+ftw_status_t ftw_comm_track(MPI_Comm comm, uint64_t id)
 {
     ftw_comm_t *c;
 
@@ -140,15 +199,109 @@ ftw_status_t ftw_comm_track(MPI_Comm comm, int collective)
     c = comm_new(comm);
     if (c == NULL)
         return FTW_ST_NO_MEMORY;
-    /* The control communicator needs a collective call: only where every
-     * member is known to be making this one. */
-    if (collective && !c->is_inter) {
-        PMPI_Comm_dup(comm, &c->ctl);
-        PMPI_Comm_set_errhandler(c->ctl, MPI_ERRORS_RETURN);
-    }
-    if (comm_insert(c) != c && c->ctl != MPI_COMM_NULL)
-        PMPI_Comm_free(&c->ctl);
+    comm_insert(c, c->is_inter ? 0 : id);
     return FTW_OK;
+}
+
+uint64_t ftw_comm_next_id(ftw_comm_t *parent)
+{
+    if (parent == NULL || parent->id == 0)
+        return 0;
+    return mix(parent->id, ++parent->child_seq);
+}
+
+/* A hash of group's members in order, as world ranks. */
+static uint64_t group_hash(MPI_Group group, int tag)
+{
+    MPI_Group world;
+    int n = 0, *ranks, *w;
+    uint64_t h = mix(0x6B1D, (uint64_t)(uint32_t)tag);
+
+    PMPI_Group_size(group, &n);
+    ranks = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    w = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (ranks == NULL || w == NULL) {
+        free(ranks);
+        free(w);
+        return 0;
+    }
+    for (int i = 0; i < n; i++)
+        ranks[i] = i;
+    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    PMPI_Group_translate_ranks(group, n, ranks, world, w);
+    PMPI_Group_free(&world);
+    for (int i = 0; i < n; i++)
+        h = mix(h, (uint64_t)(uint32_t)w[i]);
+    free(ranks);
+    free(w);
+    return h;
+}
+
+uint64_t ftw_comm_next_group_id(ftw_comm_t *parent, MPI_Group group, int tag)
+{
+    struct ftw_group_seq *g;
+    uint64_t key, id = 0;
+
+    if (parent == NULL || parent->id == 0)
+        return 0;
+    key = group_hash(group, tag);
+    if (key == 0)
+        return 0;
+    /* Threads may make groups of one parent at once (with other tags). */
+    pthread_mutex_lock(&comm_lock);
+    HASH_FIND(hh, parent->group_seq, &key, sizeof(key), g);
+    if (g == NULL && (g = calloc(1, sizeof(*g))) != NULL) {
+        g->key = key;
+        HASH_ADD(hh, parent->group_seq, key, sizeof(g->key), g);
+    }
+    if (g != NULL)
+        id = mix(mix(parent->id, key), ++g->seq);
+    pthread_mutex_unlock(&comm_lock);
+    return id;
+}
+
+uint64_t ftw_comm_agreed_id(MPI_Comm comm)
+{
+    static _Atomic uint64_t made;
+    uint64_t id = 0;
+    int rank, wrank = 0, inter = 1;
+
+    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) !=
+            MPI_SUCCESS || inter)
+        return 0;
+    /* Unique in the job: this process's world rank and count. */
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    if (rank == 0)
+        id = mix(mix(0xA6EED, (uint64_t)wrank),
+                 atomic_fetch_add(&made, 1) + 1);
+    if (PMPI_Bcast(&id, 1, MPI_UINT64_T, 0, comm) != MPI_SUCCESS)
+        return 0;
+    return id;
+}
+
+void ftw_comm_expect(MPI_Comm comm, uint64_t id)
+{
+    struct expected *e;
+
+    if (comm == MPI_COMM_NULL || id == 0 || (e = malloc(sizeof(*e))) == NULL)
+        return;
+    e->comm = comm;
+    e->id = id;
+    pthread_mutex_lock(&comm_lock);
+    e->next = expected_list;
+    expected_list = e;
+    pthread_mutex_unlock(&comm_lock);
+}
+
+ftw_comm_t *ftw_comm_by_id(uint64_t id)
+{
+    ftw_comm_t *c;
+
+    pthread_mutex_lock(&comm_lock);
+    HASH_FIND(hh_id, id_table, &id, sizeof(id), c);
+    pthread_mutex_unlock(&comm_lock);
+    return c;
 }
 
 ftw_comm_t *ftw_comm_get(MPI_Comm comm)
@@ -163,7 +316,7 @@ ftw_comm_t *ftw_comm_get(MPI_Comm comm)
     if (c != NULL)
         return c;
     c = comm_new(comm);
-    return c ? comm_insert(c) : NULL;
+    return c ? comm_insert(c, 0) : NULL;
 }
 
 void ftw_comm_untrack(MPI_Comm comm)
@@ -172,14 +325,16 @@ void ftw_comm_untrack(MPI_Comm comm)
 
     pthread_mutex_lock(&comm_lock);
     c = comm_find_locked(comm);
-    if (c != NULL)
+    if (c != NULL) {
         HASH_DEL(comm_table, c);
+        if (c->id != 0)
+            HASH_DELETE(hh_id, id_table, c);
+    }
+    expected_take_locked(comm);
     pthread_mutex_unlock(&comm_lock);
     if (c == NULL)
         return;
     ftw_stash_drop(comm, MPI_ANY_SOURCE, 1);
-    if (c->ctl != MPI_COMM_NULL)
-        PMPI_Comm_free(&c->ctl);
     /* A survivors' communicator may still hold collectives abandoned on a
      * failure; it is left to the MPI. */
     comm_free_record(c);
@@ -266,14 +421,27 @@ ftw_status_t ftw_comm_failed_group(ftw_comm_t *c, MPI_Group *group_p,
     return FTW_OK;
 }
 
-void ftw_comm_foreach(void (*fn)(ftw_comm_t *c, void *arg), void *arg)
+int ftw_comm_create_survivors(ftw_comm_t *c, const uint8_t *failed,
+                              uint8_t mask, int tag, MPI_Comm *newcomm_p)
 {
-    ftw_comm_t *c, *tmp;
+    MPI_Group all, keep;
+    int *excl = malloc(sizeof(int) * (size_t)(c->size ? c->size : 1));
+    int nexcl = 0, rc;
 
-    pthread_mutex_lock(&comm_lock);
-    HASH_ITER(hh, comm_table, c, tmp)
-        fn(c, arg);
-    pthread_mutex_unlock(&comm_lock);
+    if (excl == NULL)
+        return MPI_ERR_NO_MEM;
+    for (int r = 0; r < c->size; r++)
+        if (failed[r] & mask)
+            excl[nexcl++] = r;
+    /* The group is asked for first: MPICH 4.0's MPI_Comm_create_group
+     * crashes on a communicator whose group was never asked for. */
+    PMPI_Comm_group(c->user, &all);
+    PMPI_Group_excl(all, nexcl, excl, &keep);
+    rc = PMPI_Comm_create_group(c->user, keep, tag, newcomm_p);
+    PMPI_Group_free(&keep);
+    PMPI_Group_free(&all);
+    free(excl);
+    return rc;
 }
 
 void ftw_comm_acked(ftw_comm_t *c, uint8_t *acked)
@@ -299,9 +467,16 @@ void ftw_comm_table_clear(void)
     ftw_comm_t *c, *tmp;
 
     pthread_mutex_lock(&comm_lock);
+    HASH_CLEAR(hh_id, id_table);
     HASH_ITER(hh, comm_table, c, tmp) {
         HASH_DEL(comm_table, c);
         comm_free_record(c);
+    }
+    while (expected_list != NULL) {
+        struct expected *e = expected_list;
+
+        expected_list = e->next;
+        free(e);
     }
     pthread_mutex_unlock(&comm_lock);
 }

@@ -44,9 +44,16 @@ typedef struct ftw_comm {
     uint32_t *peer_drain_seq; /* [size] of the last drain_peer, or NULL */
     int interrupt;          /* FTW_Comm_set_interrupt */
 
+    /* Identity (ctl.h): the same on every member, computed without
+     * communication from the parent's; 0 for intercommunicators and
+     * communicators ftwrap did not see made, which take no agreement. */
+    uint64_t id;
+    uint32_t child_seq;     /* communicators made from this one over all
+                             * of its members */
+    struct ftw_group_seq *group_seq; /* MPI_Comm_create_group calls on it,
+                             * counted per (tag, group) */
+
     /* Collectives and agreements (coll.c, validate.c). */
-    MPI_Comm ctl;           /* ftwrap's own messages about this comm, or
-                             * MPI_COMM_NULL (intercommunicators) */
     MPI_Comm coll;          /* where collectives run: the user's comm, or
                              * the survivors' comm after a validate that
                              * excluded failed ranks */
@@ -62,12 +69,38 @@ typedef struct ftw_comm {
     int revoked;            /* MPIX_Comm_revoke reached this process
                              * (revoke.c): non-local calls fail */
     UT_hash_handle hh;
+    UT_hash_handle hh_id;   /* in the table by id (id != 0) */
 } ftw_comm_t;
 
-/* Start tracking a communicator the MPI just returned to the user (no-op
- * for MPI_COMM_NULL or one already tracked).  collective: every member is
- * making this call now, so ftwrap may create the control communicator. */
-ftw_status_t ftw_comm_track(MPI_Comm comm, int collective);
+/* Ids of MPI_COMM_WORLD and MPI_COMM_SELF. */
+#define FTW_COMM_ID_WORLD 1
+#define FTW_COMM_ID_SELF 2
+
+/* Start tracking a communicator the MPI just returned to the user, with
+ * id (0: none); no-op for MPI_COMM_NULL or one already tracked. */
+ftw_status_t ftw_comm_track(MPI_Comm comm, uint64_t id);
+
+/* The id of the next communicator made from parent over all of its
+ * members (dup, split, create, topologies, shrink...): every member counts
+ * these calls alike, as MPI orders them.  0 if parent has none. */
+uint64_t ftw_comm_next_id(ftw_comm_t *parent);
+
+/* The same for MPI_Comm_create_group(parent, group, tag), which only the
+ * group's members call: counted per (tag, group). */
+uint64_t ftw_comm_next_group_id(ftw_comm_t *parent, MPI_Group group,
+                                int tag);
+
+/* An id for comm agreed by its members with one native broadcast
+ * (collective over comm: only where all of them are making it now), for
+ * a communicator whose parent has none (MPI_Intercomm_merge, say). */
+uint64_t ftw_comm_agreed_id(MPI_Comm comm);
+
+/* comm (a handle MPI_Comm_idup returned, not usable before it completes)
+ * gets id when ftwrap first looks at it. */
+void ftw_comm_expect(MPI_Comm comm, uint64_t id);
+
+/* The record with this id, or NULL. */
+ftw_comm_t *ftw_comm_by_id(uint64_t id);
 
 /* Stop tracking it (after the native free). */
 void ftw_comm_untrack(MPI_Comm comm);
@@ -129,9 +162,10 @@ static inline void ftw_status_to_user(const int *p2p_user, int n,
         status->MPI_SOURCE = p2p_user[status->MPI_SOURCE];
 }
 
-/* Call fn on every record, under the table's lock (fn must not use the
- * table). */
-void ftw_comm_foreach(void (*fn)(ftw_comm_t *c, void *arg), void *arg);
+/* A native communicator of the ranks r of c with !(failed[r] & mask),
+ * made by MPI_Comm_create_group on c with tag (only they call it). */
+int ftw_comm_create_survivors(ftw_comm_t *c, const uint8_t *failed,
+                              uint8_t mask, int tag, MPI_Comm *newcomm_p);
 
 /* acked[r] = 1 for each rank r of c whose failure this process has
  * acknowledged (the first nacked failures it learned of), else 0. */

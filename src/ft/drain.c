@@ -55,28 +55,20 @@ static void cancel_receives(ftw_req_t *e, void *arg)
  * not in failed[]. */
 static int drain_move(ftw_comm_t *c, const uint8_t *failed)
 {
-    MPI_Group all, keep;
     MPI_Comm p2p;
     MPI_Errhandler eh;
-    int *excl = malloc(sizeof(int) * (size_t)c->size);
     int *p2p_of = malloc(sizeof(int) * (size_t)c->size);
     int *p2p_user = malloc(sizeof(int) * (size_t)c->size);
-    int nexcl = 0, n = 0, rc = MPI_ERR_NO_MEM;
+    int n = 0, rc = MPI_ERR_NO_MEM;
 
-    if (!excl || !p2p_of || !p2p_user)
+    if (!p2p_of || !p2p_user)
         goto out;
     for (int r = 0; r < c->size; r++) {
         p2p_of[r] = failed[r] ? -1 : n;
-        if (failed[r])
-            excl[nexcl++] = r;
-        else
+        if (!failed[r])
             p2p_user[n++] = r;
     }
-    PMPI_Comm_group(c->ctl, &all);
-    PMPI_Group_excl(all, nexcl, excl, &keep);
-    rc = PMPI_Comm_create_group(c->ctl, keep, TAG_DRAIN_COMM, &p2p);
-    PMPI_Group_free(&keep);
-    PMPI_Group_free(&all);
+    rc = ftw_comm_create_survivors(c, failed, 0xff, TAG_DRAIN_COMM, &p2p);
     if (rc != MPI_SUCCESS)
         goto out;
     /* Native errors on the new communicator reach the application's
@@ -106,7 +98,6 @@ static int drain_move(ftw_comm_t *c, const uint8_t *failed)
     c->p2p_n = n;
     p2p_of = p2p_user = NULL;
 out:
-    free(excl);
     free(p2p_of);
     free(p2p_user);
     return rc;

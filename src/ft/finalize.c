@@ -24,14 +24,15 @@
 
 #include "ftwrap.h"
 #include "ft/comm.h"
+#include "ft/ctl.h"
 #include "ft/ft.h"
 #include "ft/op.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/stats.h"
 
-#define TAG_ARRIVE 1
-#define TAG_RELEASE 2
+#define TAG_ARRIVE FTW_CTL_TAG_ARRIVE
+#define TAG_RELEASE FTW_CTL_TAG_RELEASE
 
 static int finalized_locally;
 static int finalize_failures;   /* the survivors' barrier saw failures */

@@ -3,6 +3,7 @@
 
 #include "ftwrap.h"
 #include "ft/comm.h"
+#include "ft/ctl.h"
 #include "ft/ft.h"
 #include "ft/op.h"
 #include "ft/request.h"
@@ -16,7 +17,6 @@ uint32_t ftw_seen_epoch;
 
 static int ftw_active;
 static int world_rank = -1;
-static MPI_Comm ctl_comm = MPI_COMM_NULL;   /* ftwrap's own messages */
 
 /* The FTW_ERR_* classes, registered in this order at MPI_Init so that they
  * get the constant values ftwrap.h gives them. */
@@ -100,9 +100,11 @@ int ftw_init_after(int rc)
     if (ftw_rndv_init() != FTW_OK)
         ftw_error("the rendezvous could not start: large messages go "
                   "through the MPI (see the messages above)");
-    ftw_comm_track(MPI_COMM_WORLD, 1);
-    ftw_comm_track(MPI_COMM_SELF, 1);
-    ctl_comm = ftw_comm_get(MPI_COMM_WORLD)->ctl;
+    if (ftw_ctl_init() != MPI_SUCCESS)
+        ftw_error("no control channel: agreements, revocation and the "
+                  "finalize barrier will not work");
+    ftw_comm_track(MPI_COMM_WORLD, FTW_COMM_ID_WORLD);
+    ftw_comm_track(MPI_COMM_SELF, FTW_COMM_ID_SELF);
     if (ftw_cfg.print_config && world_rank == 0)
         ftw_config_print(stdout);
     ftw_active = 1;
@@ -122,9 +124,10 @@ int ftw_finalize(void)
     ftw_active = 0;
     ftw_rndv_fini();
     ftw_fast_wait_fini();
-    rc = ftw_finalize_run(ctl_comm, world_rank);
+    rc = ftw_finalize_run(ftw_ctl_comm, world_rank);
     ftw_detect_fini();
     ftw_comm_table_clear();
+    ftw_ctl_fini();
     return rc;
 }
 

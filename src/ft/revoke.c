@@ -2,10 +2,10 @@
  * MPIX_Comm_revoke: a revocation that reaches every live member of a
  * communicator, a process blocked in a receive included (see ulfm.h).
  *
- * The notice is a one-int message with tag TAG_REVOKE on the
- * communicator's control communicator, so MPI matching names the
- * communicator for us; the bell over the detector's socket only says
- * "look".  Every process that learns of a revocation sends the notice on
+ * The notice is a header naming the communicator by its id on ftwrap's
+ * control channel (ctl.h); the bell over the detector's socket only says
+ * "look".  A notice for a communicator not made here yet waits on the
+ * channel until it is.  Every process that learns of a revocation sends the notice on
  * to all other live members (reliable broadcast by flooding): if the
  * revoker dies half-way, whoever got the notice completes the job, and a
  * process that got no bell learns of the revoker's death (a failure) and
@@ -15,6 +15,7 @@
 
 #include "detect/detect.h"
 #include "ft/comm.h"
+#include "ft/ctl.h"
 #include "ft/ft.h"
 #include "ft/op.h"
 #include "ft/request.h"
@@ -22,34 +23,17 @@
 #include "util/log.h"
 #include "util/stats.h"
 
-#define TAG_REVOKE 30003
-
 int ftw_revoke_listening;
 uint32_t ftw_revoke_gen;
 uint32_t ftw_bells_seen;
 int ftw_revoked_count;
-
-static const int revoke_token = 1;   /* the notice's payload */
-
-/* Wait for a notice's send; one to a process that died is given up. */
-static void revoke_send_finish(ftw_comm_t *c, int q, MPI_Request *req)
-{
-    int flag = 0;
-
-    while (!flag) {
-        PMPI_Test(req, &flag, MPI_STATUS_IGNORE);
-        if (!flag && ftw_comm_peer_failed(c, q)) {
-            ftw_grave_add(*req);
-            return;
-        }
-    }
-}
 
 /* Send the notice to every other live member, then ring their bells
  * (after the sends completed, so the notice is there when they look). */
 static void revoke_flood(ftw_comm_t *c)
 {
     MPI_Request *reqs = malloc(sizeof(*reqs) * (size_t)c->size);
+    ftw_ctl_hdr_t notice = { .id = c->id };
 
     if (reqs == NULL) {
         ftw_error("out of memory to forward a revoke notice");
@@ -58,12 +42,12 @@ static void revoke_flood(ftw_comm_t *c)
     for (int q = 0; q < c->size; q++) {
         reqs[q] = MPI_REQUEST_NULL;
         if (q != c->rank && !ftw_comm_peer_failed(c, q))
-            PMPI_Isend(&revoke_token, 1, MPI_INT, q, TAG_REVOKE, c->ctl,
+            PMPI_Isend(&notice, (int)sizeof(notice), MPI_BYTE,
+                       c->peer_world[q], FTW_CTL_TAG_REVOKE, ftw_ctl_comm,
                        &reqs[q]);
     }
     for (int q = 0; q < c->size; q++)
-        if (reqs[q] != MPI_REQUEST_NULL)
-            revoke_send_finish(c, q, &reqs[q]);
+        ftw_ctl_send_finish(&reqs[q], c->peer_world[q]);
     for (int q = 0; q < c->size; q++)
         if (q != c->rank && !ftw_comm_peer_failed(c, q))
             ftw_detect_bell(c->peer_world[q]);
@@ -87,28 +71,26 @@ static void revoke_mark(ftw_comm_t *c)
     revoke_flood(c);
 }
 
-/* Take every notice waiting on c's control communicator. */
-static void revoke_look(ftw_comm_t *c, void *arg)
+/* A notice is taken once its communicator exists here. */
+static int revoke_match(const ftw_ctl_hdr_t *hdr, void *arg)
 {
-    int flag = 1, got = 0;
-
     (void)arg;
-    if (c->ctl == MPI_COMM_NULL)
-        return;
-    while (flag) {
-        MPI_Status st;
-        int token;
+    return ftw_comm_by_id(hdr->id) != NULL;
+}
 
-        flag = 0;
-        PMPI_Iprobe(MPI_ANY_SOURCE, TAG_REVOKE, c->ctl, &flag, &st);
-        if (flag) {
-            PMPI_Recv(&token, 1, MPI_INT, st.MPI_SOURCE, TAG_REVOKE, c->ctl,
-                      MPI_STATUS_IGNORE);
-            got = 1;
-        }
+/* Take every notice waiting on the channel for a communicator made here. */
+static void revoke_look(void)
+{
+    ftw_ctl_msg_t *m;
+
+    while ((m = ftw_ctl_take(FTW_CTL_TAG_REVOKE, revoke_match, NULL)) !=
+           NULL) {
+        ftw_comm_t *c = ftw_comm_by_id(m->u.hdr.id);
+
+        free(m);
+        if (c != NULL)
+            revoke_mark(c);
     }
-    if (got)
-        revoke_mark(c);
 }
 
 void ftw_revoke_poll(void)
@@ -124,7 +106,7 @@ void ftw_revoke_poll(void)
                                           memory_order_acquire);
     if (ftw_bells_seen != 0)
         ftw_revoke_listening = 1;
-    ftw_comm_foreach(revoke_look, NULL);
+    revoke_look();
     busy = 0;
 }
 
@@ -135,15 +117,15 @@ int ftw_comm_is_revoked_now(ftw_comm_t *c)
 }
 
 /* The communicator of a ULFM call, or NULL after raising MPI_ERR_COMM:
- * revocation and agreement need the control communicator. */
+ * revocation and agreement need the communicator's id. */
 static ftw_comm_t *revoke_comm(MPI_Comm comm, const char *name)
 {
     ftw_comm_t *c = comm == MPI_COMM_NULL ? NULL : ftw_comm_get(comm);
 
-    if (c != NULL && c->ctl != MPI_COMM_NULL)
+    if (c != NULL && c->id != 0)
         return c;
     ftw_error("%s: not possible on %s", name, c == NULL ? "MPI_COMM_NULL" :
-              "an intercommunicator or one made by MPI_Comm_idup");
+              "an intercommunicator or one ftwrap did not see made");
     return NULL;
 }
 

@@ -344,28 +344,16 @@ static int is_predefined_eh(MPI_Errhandler eh)
 }
 
 /* After the agreement: the communicator of the processes not in failed
- * (bit 0), made on the control communicator (whose group MPICH wants,
- * see validate.c), with comm's error handler. */
+ * (bit 0), with comm's error handler. */
 static int shrink_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
                          void *out)
 {
-    MPI_Group all, keep;
     MPI_Errhandler eh;
     MPI_Comm nc;
-    int *excl = malloc(sizeof(int) * (size_t)c->size), nexcl = 0, rc;
+    int rc;
 
     (void)flag;
-    if (excl == NULL)
-        return MPI_ERR_NO_MEM;
-    for (int r = 0; r < c->size; r++)
-        if (failed[r] & 1)
-            excl[nexcl++] = r;
-    PMPI_Comm_group(c->ctl, &all);
-    PMPI_Group_excl(all, nexcl, excl, &keep);
-    rc = PMPI_Comm_create_group(c->ctl, keep, TAG_SHRINK, &nc);
-    PMPI_Group_free(&keep);
-    PMPI_Group_free(&all);
-    free(excl);
+    rc = ftw_comm_create_survivors(c, failed, 1, TAG_SHRINK, &nc);
     if (rc != MPI_SUCCESS)
         return rc;
     if (PMPI_Comm_get_errhandler(c->user, &eh) == MPI_SUCCESS) {
@@ -373,7 +361,7 @@ static int shrink_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
         if (!is_predefined_eh(eh))
             PMPI_Errhandler_free(&eh);
     }
-    ftw_comm_track(nc, 1);
+    ftw_comm_track(nc, ftw_comm_next_id(c));
     ftw_stat_add(FTW_STAT_SHRINKS, 1);
     *(MPI_Comm *)out = nc;
     return MPI_SUCCESS;

@@ -22,37 +22,27 @@ static pending_t *pending_list;     /* nonblocking validates, in order */
 /* Collectives of c run on the processes not in failed[] from now on. */
 static int validate_apply(ftw_comm_t *c, const uint8_t *failed)
 {
-    MPI_Group all, keep;
     MPI_Comm coll;
-    int *excl = malloc(sizeof(int) * (size_t)c->size);
     int *surv = malloc(sizeof(int) * (size_t)c->size);
     int *surv_of = malloc(sizeof(int) * (size_t)c->size);
-    int nexcl = 0, nsurv = 0, rc;
+    int nsurv = 0, rc;
 
-    if (!excl || !surv || !surv_of) {
+    if (!surv || !surv_of) {
         rc = MPI_ERR_NO_MEM;
         goto out;
     }
     for (int r = 0; r < c->size; r++) {
         surv_of[r] = failed[r] ? -1 : nsurv;
-        if (failed[r])
-            excl[nexcl++] = r;
-        else
+        if (!failed[r])
             surv[nsurv++] = r;
     }
-    if (nexcl == 0 && c->coll_active) {
+    if (nsurv == c->size && c->coll_active) {
         rc = MPI_SUCCESS;
         goto out;
     }
     /* A fresh communicator also leaves behind whatever the collectives
-     * abandoned on the old one.  The group is the control communicator's
-     * own (MPICH 4.0's MPI_Comm_create_group crashes on a communicator
-     * whose group was never asked for). */
-    PMPI_Comm_group(c->ctl, &all);
-    PMPI_Group_excl(all, nexcl, excl, &keep);
-    rc = PMPI_Comm_create_group(c->ctl, keep, TAG_SURVIVORS, &coll);
-    PMPI_Group_free(&keep);
-    PMPI_Group_free(&all);
+     * abandoned on the old one. */
+    rc = ftw_comm_create_survivors(c, failed, 0xff, TAG_SURVIVORS, &coll);
     if (rc != MPI_SUCCESS)
         goto out;
     PMPI_Comm_set_errhandler(coll, MPI_ERRORS_RETURN);
@@ -64,7 +54,6 @@ static int validate_apply(ftw_comm_t *c, const uint8_t *failed)
     c->surv_of = surv_of;
     surv = surv_of = NULL;
 out:
-    free(excl);
     free(surv);
     free(surv_of);
     return rc;
@@ -127,9 +116,9 @@ int ftw_agree_prepare(MPI_Comm comm, ftw_comm_t **c_p, uint8_t **failed_p)
     c = ftw_comm_get(comm);
     if (c == NULL)
         return MPI_ERR_COMM;
-    if (c->ctl == MPI_COMM_NULL) {
-        ftw_error("not possible on an intercommunicator or on one made "
-                  "by MPI_Comm_idup");
+    if (c->id == 0) {
+        ftw_error("not possible on an intercommunicator or on one ftwrap "
+                  "did not see made");
         return MPI_ERR_COMM;
     }
     *failed_p = malloc((size_t)c->size + 1);

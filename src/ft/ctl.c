@@ -1,0 +1,158 @@
+/* The control channel: receive, match, park (see ctl.h). */
+#include "ft/ctl.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "detect/detect.h"
+#include "ft/request.h"
+#include "util/log.h"
+
+MPI_Comm ftw_ctl_comm = MPI_COMM_NULL;
+
+static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
+static ftw_ctl_msg_t *parked;       /* oldest first */
+static ftw_ctl_msg_t **parked_tail = &parked;
+static uint32_t parked_epoch;       /* failures looked at by the sweep */
+
+int ftw_ctl_init(void)
+{
+    if (PMPI_Comm_dup(MPI_COMM_WORLD, &ftw_ctl_comm) != MPI_SUCCESS) {
+        ftw_error("MPI_Comm_dup of MPI_COMM_WORLD for the control channel "
+                  "failed");
+        return MPI_ERR_INTERN;
+    }
+    PMPI_Comm_set_errhandler(ftw_ctl_comm, MPI_ERRORS_RETURN);
+    return MPI_SUCCESS;
+}
+
+void ftw_ctl_fini(void)
+{
+    pthread_mutex_lock(&ctl_lock);
+    while (parked != NULL) {
+        ftw_ctl_msg_t *m = parked;
+
+        parked = m->next;
+        free(m);
+    }
+    parked_tail = &parked;
+    pthread_mutex_unlock(&ctl_lock);
+}
+
+static void park_locked(ftw_ctl_msg_t *m)
+{
+    m->next = NULL;
+    *parked_tail = m;
+    parked_tail = &m->next;
+}
+
+/* Unlink and return the first parked message of tag that match takes. */
+static ftw_ctl_msg_t *unpark_locked(int tag, ftw_ctl_match_fn_t match,
+                                    void *arg)
+{
+    for (ftw_ctl_msg_t **pp = &parked; *pp != NULL; pp = &(*pp)->next) {
+        ftw_ctl_msg_t *m = *pp;
+
+        if (m->tag != tag || !match(&m->u.hdr, arg))
+            continue;
+        *pp = m->next;
+        if (parked_tail == &m->next)
+            parked_tail = pp;
+        return m;
+    }
+    return NULL;
+}
+
+/* A process known failed takes part in no exchange that starts after
+ * its failure was learned, and the ones in progress have looked for its
+ * messages already: what it left parked is dropped. */
+static void sweep_locked(void)
+{
+    uint32_t epoch = atomic_load_explicit(&ftw_fail_epoch,
+                                          memory_order_acquire);
+
+    if (epoch == parked_epoch)
+        return;
+    parked_epoch = epoch;
+    for (ftw_ctl_msg_t **pp = &parked; *pp != NULL;) {
+        ftw_ctl_msg_t *m = *pp;
+
+        if (!ftw_detect_is_failed(m->from)) {
+            pp = &m->next;
+            continue;
+        }
+        *pp = m->next;
+        free(m);
+    }
+    parked_tail = &parked;
+    while (*parked_tail != NULL)
+        parked_tail = &(*parked_tail)->next;
+}
+
+/* One message of tag off the channel, or NULL. */
+static ftw_ctl_msg_t *receive(int tag)
+{
+    MPI_Message mh;
+    MPI_Status st;
+    ftw_ctl_msg_t *m;
+    int flag = 0, len = 0;
+
+    if (PMPI_Improbe(MPI_ANY_SOURCE, tag, ftw_ctl_comm, &flag, &mh, &st) !=
+            MPI_SUCCESS || !flag)
+        return NULL;
+    PMPI_Get_count(&st, MPI_BYTE, &len);
+    m = malloc(offsetof(ftw_ctl_msg_t, u) +
+               (size_t)(len > (int)sizeof(ftw_ctl_hdr_t) ?
+                        len : (int)sizeof(ftw_ctl_hdr_t)));
+    if (m == NULL) {
+        /* Taken and lost: the exchange waiting for it stalls, so say so. */
+        ftw_error("out of memory for a control message of %d bytes", len);
+        PMPI_Mrecv(NULL, 0, MPI_BYTE, &mh, MPI_STATUS_IGNORE);
+        return NULL;
+    }
+    PMPI_Mrecv(m->u.data, len, MPI_BYTE, &mh, MPI_STATUS_IGNORE);
+    m->tag = tag;
+    m->from = st.MPI_SOURCE;
+    m->len = len;
+    if (len < (int)sizeof(ftw_ctl_hdr_t)) {
+        ftw_warn_sparse("control message of %d bytes from world rank %d "
+                        "dropped", len, m->from);
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+ftw_ctl_msg_t *ftw_ctl_take(int tag, ftw_ctl_match_fn_t match, void *arg)
+{
+    ftw_ctl_msg_t *m;
+
+    pthread_mutex_lock(&ctl_lock);
+    sweep_locked();
+    m = unpark_locked(tag, match, arg);
+    while (m == NULL) {
+        m = receive(tag);
+        if (m == NULL)
+            break;
+        if (match(&m->u.hdr, arg))
+            break;
+        park_locked(m);
+        m = NULL;
+    }
+    pthread_mutex_unlock(&ctl_lock);
+    return m;
+}
+
+void ftw_ctl_send_finish(MPI_Request *req, int peer)
+{
+    int flag = 0;
+
+    while (*req != MPI_REQUEST_NULL) {
+        PMPI_Test(req, &flag, MPI_STATUS_IGNORE);
+        if (!flag && ftw_detect_is_failed(peer)) {
+            ftw_grave_add(*req);
+            *req = MPI_REQUEST_NULL;
+        }
+    }
+}
