@@ -1,6 +1,7 @@
 /* Flooding Consensus over a communicator's control communicator. */
 #include "ft/agree.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,8 +22,8 @@ typedef struct bcast {
 } bcast_t;
 
 struct ftw_agree {
-    ftw_comm_t *c;
-    uint64_t id;            /* c->id */
+    struct ftw_agree *next; /* on the finishing list */
+    uint64_t id;            /* the communicator's id */
     uint32_t seq;           /* the agreement's number on c */
     int n, me;
     int round;
@@ -33,9 +34,16 @@ struct ftw_agree {
     int decided;
     uint8_t *decision;      /* [vlen] */
     uint8_t *decided_from;  /* [n]: DECIDED received from */
-    int *rank_of;           /* [world size]: rank in c, or -1 */
+    int *world;             /* [n]: world rank of each member */
+    int *rank_of;           /* [world size]: rank of a world rank, or -1 */
     bcast_t *sent;
 };
+
+/* Agreements decided here whose last messages (other processes' DECIDED)
+ * have not all been taken yet: finished in the background, so a caller
+ * has its decision one message latency earlier. */
+static ftw_agree_t *finishing;
+static pthread_mutex_t finishing_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint8_t *prop_row(ftw_agree_t *a, int r)
 {
@@ -57,9 +65,9 @@ static void value_merge(const ftw_agree_t *a, uint8_t *dst, const uint8_t *v)
         dst[i] &= v[i];
 }
 
-static int is_failed(ftw_agree_t *a, int r)
+static int is_failed(const ftw_agree_t *a, int r)
 {
-    return ftw_comm_peer_failed(a->c, r);
+    return ftw_detect_is_failed(a->world[r]);
 }
 
 /* Send (type, round, value) to every process not known dead; deliver it
@@ -83,9 +91,9 @@ static int broadcast(ftw_agree_t *a, int type, int round, const uint8_t *v)
     for (int q = 0; q < a->n; q++) {
         if (q == a->me || is_failed(a, q))
             continue;
-        PMPI_Isend(b->msg, (int)len, MPI_BYTE, a->c->peer_world[q],
+        PMPI_Isend(b->msg, (int)len, MPI_BYTE, a->world[q],
                    FTW_CTL_TAG_AGREE, ftw_ctl_comm, &b->reqs[b->nreq]);
-        b->peer[b->nreq++] = a->c->peer_world[q];
+        b->peer[b->nreq++] = a->world[q];
     }
     b->next = a->sent;
     a->sent = b;
@@ -171,17 +179,56 @@ static int round_complete(ftw_agree_t *a)
     return 1;
 }
 
-int ftw_agree_test(ftw_agree_t *a)
+/* Take what came for a; 1 if anything did. */
+static int take_messages(ftw_agree_t *a)
 {
-    while (!all_done(a)) {
-        ftw_ctl_msg_t *m = ftw_ctl_take(FTW_CTL_TAG_AGREE, agree_match, a);
+    ftw_ctl_msg_t *m;
+    int got = 0;
 
-        if (m != NULL) {
-            deliver(a, m);
-            free(m);
+    while ((m = ftw_ctl_take(FTW_CTL_TAG_AGREE, agree_match, a)) != NULL) {
+        deliver(a, m);
+        free(m);
+        got = 1;
+    }
+    return got;
+}
+
+static void agree_release(ftw_agree_t *a);
+
+/* Progress the finishing agreements; release those done. */
+static void reap(void)
+{
+    ftw_agree_t *done = NULL;
+
+    if (finishing == NULL || pthread_mutex_trylock(&finishing_lock) != 0)
+        return;
+    for (ftw_agree_t **pp = &finishing; *pp != NULL;) {
+        ftw_agree_t *a = *pp;
+
+        take_messages(a);
+        if (!all_done(a)) {
+            pp = &a->next;
             continue;
         }
-        if (a->decided || !round_complete(a))
+        *pp = a->next;
+        a->next = done;
+        done = a;
+    }
+    pthread_mutex_unlock(&finishing_lock);
+    while (done != NULL) {
+        ftw_agree_t *a = done;
+
+        done = a->next;
+        agree_release(a);
+    }
+}
+
+int ftw_agree_test(ftw_agree_t *a)
+{
+    while (!a->decided) {
+        if (take_messages(a))
+            continue;
+        if (!round_complete(a))
             return 0;
         if (!memcmp(recvd_row(a, a->round), recvd_row(a, a->round - 1),
                     (size_t)a->n)) {
@@ -204,6 +251,7 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
     uint8_t *v = NULL;
     int nworld = ftw_detect_world_size();
 
+    reap();
     if (c->id == 0) {
         ftw_error("no agreement possible on this communicator (an "
                   "intercommunicator, or one ftwrap did not see made)");
@@ -212,7 +260,6 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
     a = calloc(1, sizeof(*a));
     if (a == NULL)
         goto err;
-    a->c = c;
     a->id = c->id;
     a->seq = c->agree_seq++;
     a->n = c->size;
@@ -223,16 +270,19 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
     a->recvd = calloc((size_t)a->nrounds, (size_t)a->n);
     a->decision = malloc(a->vlen);
     a->decided_from = calloc((size_t)a->n, 1);
+    a->world = malloc(sizeof(int) * (size_t)a->n);
     a->rank_of = malloc(sizeof(int) * (size_t)(nworld > 0 ? nworld : 1));
     v = malloc(a->vlen);
     if (!a->prop || !a->recvd || !a->decision || !a->decided_from ||
-        !a->rank_of || !v)
+        !a->world || !a->rank_of || !v)
         goto err_free;
+    /* The members are copied: a finishing agreement may outlive c. */
+    memcpy(a->world, c->peer_world, sizeof(int) * (size_t)a->n);
     for (int w = 0; w < nworld; w++)
         a->rank_of[w] = -1;
     for (int q = 0; q < a->n; q++)
-        if (c->peer_world[q] >= 0 && c->peer_world[q] < nworld)
-            a->rank_of[c->peer_world[q]] = q;
+        if (a->world[q] >= 0 && a->world[q] < nworld)
+            a->rank_of[a->world[q]] = q;
     for (int r = 0; r < a->nrounds; r++)
         memset(prop_row(a, r) + a->n, 0xff, 4); /* neutral element of AND */
     memset(recvd_row(a, 0), 1, (size_t)a->n);
@@ -270,10 +320,8 @@ static void bcast_finish(bcast_t *b)
     free(b);
 }
 
-void ftw_agree_free(ftw_agree_t *a)
+static void agree_release(ftw_agree_t *a)
 {
-    if (a == NULL)
-        return;
     while (a->sent != NULL) {
         bcast_t *b = a->sent;
 
@@ -284,8 +332,42 @@ void ftw_agree_free(ftw_agree_t *a)
     free(a->recvd);
     free(a->decision);
     free(a->decided_from);
+    free(a->world);
     free(a->rank_of);
     free(a);
+}
+
+void ftw_agree_free(ftw_agree_t *a)
+{
+    if (a == NULL)
+        return;
+    take_messages(a);
+    if (!a->decided || all_done(a)) {
+        agree_release(a);
+        return;
+    }
+    pthread_mutex_lock(&finishing_lock);
+    a->next = finishing;
+    finishing = a;
+    pthread_mutex_unlock(&finishing_lock);
+}
+
+void ftw_agree_fini(void)
+{
+    double until = PMPI_Wtime() + 1.0;
+
+    /* Every live process sent its DECIDED when it decided: take them (a
+     * process that lags that much is not waited for). */
+    while (finishing != NULL && PMPI_Wtime() < until)
+        reap();
+    pthread_mutex_lock(&finishing_lock);
+    while (finishing != NULL) {
+        ftw_agree_t *a = finishing;
+
+        finishing = a->next;
+        agree_release(a);
+    }
+    pthread_mutex_unlock(&finishing_lock);
 }
 
 int ftw_agree(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,

@@ -20,9 +20,11 @@
  * failed, callers may use other bits) and the bitwise AND of the proposed
  * int flags.  Messages travel on ftwrap's control channel (ctl.h),
  * named by the communicator's id and the agreement's number on it, so
- * they never meet user traffic or another agreement's.  A process ends an
- * agreement once it has decided and heard DECIDED from every other live
- * process, each one's last message: nothing of it stays behind.
+ * they never meet user traffic or another agreement's.  A process has
+ * its decision as soon as it decides; the agreement is released once
+ * DECIDED (each process's last message) came from every other live
+ * process, in the background (later agreements finish what earlier ones
+ * left), so nothing of it stays behind.
  */
 #ifndef FTW_FT_AGREE_H
 #define FTW_FT_AGREE_H
@@ -47,7 +49,12 @@ int ftw_agree_test(ftw_agree_t *a);
  * of c->size bytes the caller provides. */
 void ftw_agree_result(const ftw_agree_t *a, uint8_t *failed, int *flag);
 
+/* Done with a: released now, or once its last messages are in. */
 void ftw_agree_free(ftw_agree_t *a);
+
+/* Finish what is still finishing, for at most a second, and release it
+ * (at finalize, before the MPI's own). */
+void ftw_agree_fini(void);
 
 /* Agreements that end a nonblocking call (FTW_Icomm_validate,
  * FTW_Icomm_drain_all, MPIX_Comm_iagree, MPIX_Comm_ishrink): a generalized

@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "ftwrap.h"
+#include "ft/agree.h"
 #include "ft/comm.h"
 #include "ft/ctl.h"
 #include "ft/ft.h"
@@ -124,6 +125,7 @@ int ftw_finalize(void)
     ftw_active = 0;
     ftw_rndv_fini();
     ftw_fast_wait_fini();
+    ftw_agree_fini();
     rc = ftw_finalize_run(ftw_ctl_comm, world_rank);
     ftw_detect_fini();
     ftw_comm_table_clear();
