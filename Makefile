@@ -117,6 +117,7 @@ bench: all
 	scripts/bench/run
 	scripts/bench/drain
 	scripts/bench/rndv
+	scripts/bench/create
 
 stress: all
 	scripts/stress

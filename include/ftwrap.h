@@ -106,8 +106,8 @@ int FTW_Comm_reenable_any_source(MPI_Comm comm, MPI_Group *failed_group);
  * afterwards: MPI_Comm_split, MPI_Comm_split_type, MPI_Comm_create and
  * MPI_Comm_create_group work over the survivors; calls that depend on
  * rank numbers (dup, topologies) fail with FTW_ERR_PROC_FAIL_STOP.
- * Errors: MPI_ERR_ARG, MPI_ERR_COMM (an intercommunicator, or one made by
- * MPI_Comm_idup), MPI_ERR_NO_MEM.
+ * Errors: MPI_ERR_ARG, MPI_ERR_COMM (an intercommunicator, or one ftwrap
+ * did not see made), MPI_ERR_NO_MEM.
  */
 int FTW_Comm_validate(MPI_Comm comm, MPI_Group *failed_group);
 
@@ -171,8 +171,8 @@ int FTW_Failhandler_get_mode(int *mode);
  * discarded, and nothing sent before the drain can be matched after it.
  * Processes the drain found failed are out of comm's point-to-point
  * traffic from then on (FTW_ERR_PROC_FAIL_STOP at once).
- * Errors: MPI_ERR_COMM (an intercommunicator, or one made by
- * MPI_Comm_idup), MPI_ERR_NO_MEM.
+ * Errors: MPI_ERR_COMM (an intercommunicator, or one ftwrap did not see
+ * made), MPI_ERR_NO_MEM.
  *
  * FTW_Icomm_drain_all - the same as a nonblocking call; the drain takes
  * effect when *request completes.

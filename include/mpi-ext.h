@@ -62,8 +62,8 @@ extern "C" {
  * do pending requests on it, a blocked receive included; only
  * MPIX_Comm_agree, MPIX_Comm_iagree, MPIX_Comm_shrink and
  * MPIX_Comm_ishrink still work.  Revoking twice is no error.
- * Errors: MPI_ERR_COMM (MPI_COMM_NULL, an intercommunicator, or one made
- * by MPI_Comm_idup).
+ * Errors: MPI_ERR_COMM (MPI_COMM_NULL, an intercommunicator, or one
+ * ftwrap did not see made).
  *
  * MPIX_Comm_is_revoked - local: *flag = 1 if this process knows comm is
  * revoked.  Errors: MPI_ERR_ARG, MPI_ERR_COMM.
