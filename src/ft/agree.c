@@ -35,7 +35,9 @@ struct ftw_agree {
     uint8_t *decision;      /* [vlen] */
     uint8_t *decided_from;  /* [n]: DECIDED received from */
     int *world;             /* [n]: world rank of each member */
-    int *rank_of;           /* [world size]: rank of a world rank, or -1 */
+    struct member {
+        int world, rank;
+    } *by_world;            /* [n]: the members sorted by world rank */
     bcast_t *sent;
 };
 
@@ -115,12 +117,30 @@ static void decide(ftw_agree_t *a, const uint8_t *v)
     broadcast(a, MSG_DECIDED, 0, v);
 }
 
+static int member_cmp(const void *x, const void *y)
+{
+    int wx = ((const struct member *)x)->world;
+    int wy = ((const struct member *)y)->world;
+
+    return (wx > wy) - (wx < wy);
+}
+
+/* The rank in the agreement of world rank w, or -1: a binary search, so
+ * the cost depends on the communicator's size, not the job's. */
+static int member_of(const ftw_agree_t *a, int w)
+{
+    struct member key = { .world = w };
+    const struct member *m = bsearch(&key, a->by_world, (size_t)a->n,
+                                     sizeof(key), member_cmp);
+
+    return m != NULL ? m->rank : -1;
+}
+
 static void deliver(ftw_agree_t *a, const ftw_ctl_msg_t *m)
 {
     const ftw_ctl_hdr_t *hdr = &m->u.hdr;
     const uint8_t *v = m->u.data + sizeof(*hdr);
-    int from = m->from >= 0 && m->from < ftw_detect_world_size() ?
-               a->rank_of[m->from] : -1;
+    int from = member_of(a, m->from);
 
     if (from < 0 || m->len != (int)(sizeof(*hdr) + a->vlen)) {
         ftw_warn_sparse("agreement message of %d bytes from world rank %d "
@@ -249,7 +269,6 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
 {
     ftw_agree_t *a;
     uint8_t *v = NULL;
-    int nworld = ftw_detect_world_size();
 
     reap();
     if (c->id == 0) {
@@ -271,18 +290,16 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
     a->decision = malloc(a->vlen);
     a->decided_from = calloc((size_t)a->n, 1);
     a->world = malloc(sizeof(int) * (size_t)a->n);
-    a->rank_of = malloc(sizeof(int) * (size_t)(nworld > 0 ? nworld : 1));
+    a->by_world = malloc(sizeof(*a->by_world) * (size_t)a->n);
     v = malloc(a->vlen);
     if (!a->prop || !a->recvd || !a->decision || !a->decided_from ||
-        !a->world || !a->rank_of || !v)
+        !a->world || !a->by_world || !v)
         goto err_free;
     /* The members are copied: a finishing agreement may outlive c. */
     memcpy(a->world, c->peer_world, sizeof(int) * (size_t)a->n);
-    for (int w = 0; w < nworld; w++)
-        a->rank_of[w] = -1;
     for (int q = 0; q < a->n; q++)
-        if (a->world[q] >= 0 && a->world[q] < nworld)
-            a->rank_of[a->world[q]] = q;
+        a->by_world[q] = (struct member){ a->world[q], q };
+    qsort(a->by_world, (size_t)a->n, sizeof(*a->by_world), member_cmp);
     for (int r = 0; r < a->nrounds; r++)
         memset(prop_row(a, r) + a->n, 0xff, 4); /* neutral element of AND */
     memset(recvd_row(a, 0), 1, (size_t)a->n);
@@ -333,7 +350,7 @@ static void agree_release(ftw_agree_t *a)
     free(a->decision);
     free(a->decided_from);
     free(a->world);
-    free(a->rank_of);
+    free(a->by_world);
     free(a);
 }
 
