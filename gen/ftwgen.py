@@ -400,6 +400,11 @@ def coll_recv_span(f, base):
                                 arg(dts, "NULL")))
 
 
+# Blocking collectives whose counts of zero-size types are zeroed before
+# the nonblocking native call (ftw_coll_zero_types).
+ZERO_TYPES = {"Alltoallv", "Alltoallw"}
+
+
 def body_coll(f):
     comm = comm_param(f)
     base, sfx = coll_base(f)
@@ -426,6 +431,12 @@ def body_coll(f):
     if req:
         return out + "    return ftw_coll_posted(&co, %s, %s);\n" % (
             native, req[0])
+    if base in ZERO_TYPES and not sfx:
+        n = [p.name for p in f.params]
+        per_peer = 1 if base == "Alltoallw" else 0
+        ref = (lambda x: x) if per_peer else (lambda x: "&" + x)
+        out += ("    ftw_coll_zero_types(&co, %s, &%s, %s, &%s, %s, %d);\n"
+                % (n[0], n[1], ref(n[3]), n[5], ref(n[7]), per_peer))
     nb = "PMPI_I%s%s" % (base[0].lower() + base[1:], sfx)
     args = [("co.native" if p.name == comm else p.name) for p in f.params]
     return out + "    return ftw_coll_wait(&co, %s(%s, &co.req));\n" % (

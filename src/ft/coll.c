@@ -2,6 +2,7 @@
 #include "ft/coll.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "ftwrap.h"
 #include "ft/agree.h"
@@ -182,6 +183,51 @@ int ftw_coll_wait(ftw_coll_t *co, int rc)
         }
         ftw_poll_idle(&p);
     }
+}
+
+/* counts with 0 wherever its type (types[i], or types[0] for all) has
+ * size 0: the original, or a copy in slot of co->owned. */
+static const int *zero_counts(ftw_coll_t *co, const int *counts,
+                              const MPI_Datatype *types, int per_peer, int n,
+                              int slot)
+{
+    int *copy = NULL, size = 1;
+
+    if (!per_peer && (PMPI_Type_size(types[0], &size) != MPI_SUCCESS ||
+                      size != 0))
+        return counts;
+    for (int i = 0; i < n; i++) {
+        if (counts[i] == 0 || (per_peer && (PMPI_Type_size(types[i], &size)
+                                            != MPI_SUCCESS || size != 0)))
+            continue;
+        if (copy == NULL) {
+            if (co->owned == NULL &&
+                (co->owned = malloc(sizeof(int) * 2 * (size_t)n)) == NULL)
+                return counts;
+            copy = (int *)co->owned + (size_t)slot * (size_t)n;
+            memcpy(copy, counts, sizeof(int) * (size_t)n);
+        }
+        copy[i] = 0;
+    }
+    return copy != NULL ? copy : counts;
+}
+
+void ftw_coll_zero_types(ftw_coll_t *co, const void *sendbuf,
+                         const int **scounts, const MPI_Datatype *stypes,
+                         const int **rcounts, const MPI_Datatype *rtypes,
+                         int per_peer)
+{
+    int n = 0, inter = 0;
+
+    PMPI_Comm_test_inter(co->native, &inter);
+    if (inter)
+        PMPI_Comm_remote_size(co->native, &n);
+    else
+        PMPI_Comm_size(co->native, &n);
+    if (sendbuf != MPI_IN_PLACE && *scounts != NULL)
+        *scounts = zero_counts(co, *scounts, stypes, per_peer, n, 0);
+    if (*rcounts != NULL)
+        *rcounts = zero_counts(co, *rcounts, rtypes, per_peer, n, 1);
 }
 
 int ftw_coll_posted(ftw_coll_t *co, int rc, MPI_Request *request)

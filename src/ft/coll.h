@@ -93,6 +93,16 @@ int ftw_coll_unsupported(ftw_coll_t *co);
 int ftw_coll_failcheck(ftw_comm_t *c, const ftw_reqinfo_t *info,
                        MPI_Request *req, MPI_Status *status);
 
+/* A blocking all-to-all turned nonblocking: counts of zero-size types
+ * become 0 (types: one for all peers, or per_peer).  The blocking call
+ * moves nothing for them either way, but Open MPI 4.1's nonblocking one
+ * posts a receive for a nonzero count of a zero-size type while the
+ * sender, whose count is 0, sends nothing, and never completes. */
+void ftw_coll_zero_types(ftw_coll_t *co, const void *sendbuf,
+                         const int **scounts, const MPI_Datatype *stypes,
+                         const int **rcounts, const MPI_Datatype *rtypes,
+                         int per_peer);
+
 /* Communicator creation.  ftw_create_begin refuses an inactive parent,
  * and one whose failed ranks were excluded unless the call does not
  * depend on rank numbers (any_ranks: split, create, create_group), which
