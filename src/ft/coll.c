@@ -375,7 +375,7 @@ int ftw_create_end(ftw_coll_t *co, int rc, MPI_Comm *newcomm, int agree,
 
 int ftw_create_orphan(int rc, MPI_Comm *newcomm, int collective)
 {
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS && ftw_initialized())
         ftw_comm_track(*newcomm, collective ? ftw_comm_agreed_id(*newcomm)
                                             : 0);
     return rc;

@@ -29,6 +29,10 @@ static inline void ftw_wrap_check(void)
 void ftw_init_before(void);
 int ftw_init_after(int rc);
 
+/* 1 between MPI_Init and MPI_Finalize (a program of MPI sessions alone
+ * never starts ftwrap: it has no MPI_COMM_WORLD). */
+int ftw_initialized(void);
+
 /* MPI_Finalize, MPI_Finalized. */
 int ftw_finalize(void);
 int ftw_finalize_run(MPI_Comm ctl, int world_rank);

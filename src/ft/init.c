@@ -157,6 +157,11 @@ void ftw_comm_released(MPI_Comm comm)
     ftw_comm_untrack(comm);
 }
 
+int ftw_initialized(void)
+{
+    return ftw_active;
+}
+
 FTW_EXPORT int FTW_Initialized(int *flag)
 {
     if (flag == NULL)
