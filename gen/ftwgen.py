@@ -439,6 +439,9 @@ def body_coll(f):
                 % (n[0], n[1], ref(n[3]), n[5], ref(n[7]), per_peer))
     nb = "PMPI_I%s%s" % (base[0].lower() + base[1:], sfx)
     args = [("co.native" if p.name == comm else p.name) for p in f.params]
+    if rules.NB_ADJUST in f.attrs:
+        nb = "ftw_coll_i%s" % base.lower()
+        args = ["&co"] + [p.name for p in f.params if p.name != comm]
     return out + "    return ftw_coll_wait(&co, %s(%s, &co.req));\n" % (
         nb, ", ".join(args))
 

@@ -24,6 +24,12 @@ AGREE = "agree"              # creation: agree over the parent's members
 ANY_RANKS = "any_ranks"      # creation that does not depend on the
                              # parent's rank numbers (may run on the
                              # survivors after failures were excluded)
+NB_ADJUST = "nb_adjust"      # blocking collective the wrapper posts through
+                             # ftw_coll_i<name>() in src/ft (same arguments
+                             # as the native nonblocking call, with the
+                             # ftw_coll_t first and no communicator), which
+                             # adjusts what the MPI's nonblocking form would
+                             # do differently from its blocking one
 CORE = "core"                # the wrapper calls ftw_<name>() in src/ft with
                              # the same arguments (same signature on every
                              # MPI, no large-count twin); <name> is the
@@ -79,6 +85,11 @@ RULES = [
 
     # Collectives: blocking, nonblocking, persistent (MPI-4 and Open MPI's
     # MPIX_ extension of the same).
+    # Open MPI 4.1's nonblocking forms of these pair the blocks of
+    # duplicate Cartesian neighbours differently from the blocking ones
+    # (src/ft/coll_nb.c); the blocking wrappers adjust the arguments.
+    (r"MPI_(Neighbor_alltoall|Neighbor_alltoallv|Neighbor_alltoallw)",
+     "coll", {BLOCKS, COLLECTIVE, NB_ADJUST}),
     (r"MPI_" + _COLL + _LC, "coll", {BLOCKS, COLLECTIVE}),
     (r"MPI_I" + _COLL.lower() + _LC, "coll", {COLLECTIVE, NONBLOCKING}),
     (r"MPIX?_" + _COLL + "_init" + _LC, "coll", {COLLECTIVE, PERSISTENT}),

@@ -88,6 +88,29 @@ int ftw_coll_posted(ftw_coll_t *co, int rc, MPI_Request *request);
  * (raises MPI_ERR_UNSUPPORTED_OPERATION). */
 int ftw_coll_unsupported(ftw_coll_t *co);
 
+/* ---- blocking collectives the MPI's nonblocking form gets wrong --------
+ * (coll_nb.c).  A blocking wrapper posts these instead of the native
+ * nonblocking call on co->native (the generator's NB_ADJUST rule): each
+ * adjusts the arguments where the MPI's nonblocking form would move data
+ * differently from its blocking form (the blocks of duplicate Cartesian
+ * neighbours), keeping what it allocates in co->owned.  Returns the
+ * native post's error code. */
+int ftw_coll_ineighbor_alltoall(ftw_coll_t *co, const void *sbuf,
+                                int scount, MPI_Datatype stype, void *rbuf,
+                                int rcount, MPI_Datatype rtype,
+                                MPI_Request *req);
+int ftw_coll_ineighbor_alltoallv(ftw_coll_t *co, const void *sbuf,
+                                 const int scounts[], const int sdispls[],
+                                 MPI_Datatype stype, void *rbuf,
+                                 const int rcounts[], const int rdispls[],
+                                 MPI_Datatype rtype, MPI_Request *req);
+int ftw_coll_ineighbor_alltoallw(ftw_coll_t *co, const void *sbuf,
+                                 const int scounts[], const MPI_Aint sdispls[],
+                                 const MPI_Datatype stypes[], void *rbuf,
+                                 const int rcounts[], const MPI_Aint rdispls[],
+                                 const MPI_Datatype rtypes[],
+                                 MPI_Request *req);
+
 /* A pending nonblocking collective: FTW_PENDING_CODE, or the error it
  * ends with now that its communicator lost a process. */
 int ftw_coll_failcheck(ftw_comm_t *c, const ftw_reqinfo_t *info,
