@@ -143,8 +143,12 @@ void *ftw_op_copy_span(ftw_op_t *op, const void *buf, MPI_Count count,
  * failed rank in comm, or -1. */
 int ftw_raise(MPI_Comm comm, int code, const char *name, int peer);
 
-/* MPI_Type_free: also forgets cached datatype sizes. */
+/* MPI_Type_free: also forgets cached datatype sizes, and leaves a type
+ * a tracked request names to be freed once none does. */
 int ftw_type_free(MPI_Datatype *dt);
+
+/* MPI_Finalize: free the types MPI_Type_free left to requests. */
+void ftw_type_fini(void);
 
 /* MPI_Abort: the whole job ends, even under a launcher told to keep
  * survivors alive.  ftw_abort_status: the exit status for an error code. */

@@ -381,7 +381,7 @@ static int scratch_copy(const ftw_reqinfo_t *info, MPI_Status *st,
 {
     MPI_Count size = 0, cap;
     MPI_Aint lb;
-    int pos = 0, rc = MPI_SUCCESS;
+    int rc = MPI_SUCCESS;
 
     ftw_type_size(info->dt, &size);
     cap = info->count * size;
@@ -397,8 +397,8 @@ static int scratch_copy(const ftw_reqinfo_t *info, MPI_Status *st,
         memcpy((char *)info->buf + lb, ((rstate_t *)info->owned)->scratch,
                (size_t)n);
     else
-        PMPI_Unpack(((rstate_t *)info->owned)->scratch, (int)n, &pos, info->buf, (int)(n / size),
-                    info->dt, MPI_COMM_WORLD);
+        ftw_unpack_bytes(((rstate_t *)info->owned)->scratch, n, info->buf,
+                         info->dt);
     return rc;
 }
 

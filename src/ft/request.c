@@ -179,6 +179,22 @@ void ftw_req_foreach(void (*fn)(ftw_req_t *e, void *arg), void *arg)
     req_table_unlock();
 }
 
+int ftw_req_uses_type(MPI_Datatype dt)
+{
+    ftw_req_t *e, *tmp;
+    int found = 0;
+
+    req_table_lock();
+    HASH_ITER(hh, req_table, e, tmp) {
+        if (e->info.dt == dt) {
+            found = 1;
+            break;
+        }
+    }
+    req_table_unlock();
+    return found;
+}
+
 /* ---- graveyard ---------------------------------------------------------- */
 
 typedef struct {

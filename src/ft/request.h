@@ -75,6 +75,9 @@ void ftw_req_del(MPI_Request req);
  * before[0..n) whose slot in after[] the MPI set to MPI_REQUEST_NULL. */
 void ftw_req_reap(int n, const MPI_Request before[], const MPI_Request after[]);
 
+/* Does an entry name dt (a receive's type, read at its completion)? */
+int ftw_req_uses_type(MPI_Datatype dt);
+
 /* Call fn on every entry (under the table's lock: fn must not use the
  * table). */
 void ftw_req_foreach(void (*fn)(ftw_req_t *e, void *arg), void *arg);

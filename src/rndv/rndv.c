@@ -376,15 +376,52 @@ static char *recv_target(void *buf, MPI_Count count, MPI_Datatype dt,
     return *bounce_p;
 }
 
-/* Unpack the take bytes of bounce into count dt at buf. */
-static ftw_status_t recv_unpack(const char *bounce, MPI_Count take,
-                                void *buf, MPI_Count size, MPI_Datatype dt)
+int ftw_unpack_bytes(const char *src, MPI_Count n, void *buf,
+                     MPI_Datatype dt)
 {
-    int pos = 0;
+    MPI_Count size, whole, rem;
+    MPI_Aint lb, extent;
+    int pos = 0, epos = 0, rc;
+    char *elem, *tmp;
 
-    if (take > INT32_MAX ||
-        PMPI_Unpack(bounce, (int)take, &pos, buf, (int)(take / size), dt,
-                    MPI_COMM_WORLD) != MPI_SUCCESS) {
+    if (n <= 0)
+        return MPI_SUCCESS;
+    if ((rc = PMPI_Type_size_x(dt, &size)) != MPI_SUCCESS)
+        return rc;
+    if (size == 0 || n > INT32_MAX)
+        return MPI_ERR_COUNT;
+    whole = n / size;
+    rem = n % size;
+    if (whole > 0 &&
+        (rc = PMPI_Unpack(src, (int)n, &pos, buf, (int)whole, dt,
+                          MPI_COMM_WORLD)) != MPI_SUCCESS)
+        return rc;
+    if (rem == 0)
+        return MPI_SUCCESS;
+    /* MPI_Unpack moves whole elements: the last, partial one is the
+     * element as the buffer holds it with its first rem bytes replaced. */
+    if ((rc = PMPI_Type_get_extent(dt, &lb, &extent)) != MPI_SUCCESS)
+        return rc;
+    elem = (char *)buf + whole * extent;
+    tmp = malloc((size_t)size);
+    if (tmp == NULL)
+        return MPI_ERR_NO_MEM;
+    rc = PMPI_Pack(elem, 1, dt, tmp, (int)size, &epos, MPI_COMM_WORLD);
+    if (rc == MPI_SUCCESS) {
+        memcpy(tmp, src + pos, (size_t)rem);
+        epos = 0;
+        rc = PMPI_Unpack(tmp, (int)size, &epos, elem, 1, dt,
+                         MPI_COMM_WORLD);
+    }
+    free(tmp);
+    return rc;
+}
+
+/* Unpack the take bytes of bounce into dt at buf. */
+static ftw_status_t recv_unpack(const char *bounce, MPI_Count take,
+                                void *buf, MPI_Datatype dt)
+{
+    if (ftw_unpack_bytes(bounce, take, buf, dt) != MPI_SUCCESS) {
         ftw_error("cannot unpack %lld bytes of a rendezvous receive",
                   (long long)take);
         return FTW_ST_INVALID_PARAM;
@@ -442,7 +479,7 @@ ftw_status_t ftw_rndv_recv(const ftw_rts_t *rts, void *buf, MPI_Count count,
     else
         st = rndv_pull(rts, dst, (size_t)take, &xport);
     if (st == FTW_OK && bounce != NULL)
-        st = recv_unpack(bounce, take, buf, size, dt);
+        st = recv_unpack(bounce, take, buf, dt);
     if (take > 0)
         free(bounce);
     *got_p = take;

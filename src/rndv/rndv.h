@@ -108,6 +108,12 @@ ftw_status_t ftw_rndv_replay(const void *hdr, MPI_Comm *comm_p, int *rank_p,
  * starts *lb_p bytes from the buffer address. */
 int ftw_rndv_contig(MPI_Count count, MPI_Datatype dt, MPI_Aint *lb_p);
 
+/* Unpack n packed bytes at src into dt elements at buf, a partial last
+ * element included (as a receive of a short message fills it).  An MPI
+ * error code. */
+int ftw_unpack_bytes(const char *src, MPI_Count n, void *buf,
+                     MPI_Datatype dt);
+
 /* Keep driving a request nobody waits for any more until the MPI lets
  * go of it, then free buf (which it may use until then). */
 void ftw_rndv_loose_add(MPI_Request req, void *buf);
