@@ -42,16 +42,34 @@
  * the ranks' environment (Open MPI's job id, which names the job's
  * shared-memory files).
  *
+ * --report-to ADDR[,ADDR...]:PORT: on a host where DIR does not exist
+ * (ftwrun runs on another host, and /tmp is the node's own), the
+ * supervisor sends its records over TCP instead, one connection per
+ * record, trying the addresses in order: "start <rank> <hostname>" when
+ * it starts and "fate <rank> <status>" when the rank ends.
+ *
+ *   ftw-supervise --collect DIR
+ *
+ * is the other end, which ftwrun runs on its own host: it listens on a TCP
+ * port of every address (printed on stdout, one line, once listening),
+ * writes each "fate" record to DIR/<rank> and each "start" record to
+ * DIR/host.<rank>, exactly as a local supervisor would, and on SIGTERM
+ * takes what is still queued and exits.
+ *
  * No MPI in here: it must work unchanged under every launcher.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -83,7 +101,9 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: ftw-supervise [--status-dir DIR] [--preload LIB] "
-            "[--save-env VAR]... -- app [args...]\n");
+            "[--save-env VAR]... [--report-to ADDR[,ADDR...]:PORT] "
+            "-- app [args...]\n"
+            "       ftw-supervise --collect DIR\n");
     exit(2);
 }
 
@@ -121,7 +141,7 @@ static const char *signame(int sig, char *buf, size_t len)
 static const char *rank_of_env(void)
 {
     static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                                 "PMIX_RANK"};
+                                 "PMIX_RANK", "SLURM_PROCID"};
 
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
         const char *v = getenv(vars[i]);
@@ -167,17 +187,246 @@ static void write_file(const char *dir, const char *name, const char *line)
     }
 }
 
-static void write_status(const char *dir, const char *line)
+/* ---- records over TCP ---------------------------------------------------- */
+
+/* Connect to host:port within timeout_ms; a socket or -1. */
+static int dial(const char *host, const char *port, int timeout_ms)
+{
+    struct addrinfo hints = { .ai_family = AF_UNSPEC,
+                              .ai_socktype = SOCK_STREAM }, *res, *ai;
+    int fd = -1;
+
+    if (getaddrinfo(host, port, &hints, &res) != 0)
+        return -1;
+    for (ai = res; ai != NULL && fd < 0; ai = ai->ai_next) {
+        struct pollfd p;
+        int err = 0;
+        socklen_t len = sizeof(err);
+
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
+                                   SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            continue;
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+            p = (struct pollfd){ .fd = fd, .events = POLLOUT };
+            if (errno != EINPROGRESS || poll(&p, 1, timeout_ms) != 1 ||
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 ||
+                err != 0) {
+                close(fd);
+                fd = -1;
+                continue;
+            }
+        }
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+/* Send one record line to the first address of spec
+ * ("a1,a2,...:port") that answers. */
+static int send_record(const char *spec, const char *line)
+{
+    const char *colon = strrchr(spec, ':');
+    char hosts[1024], *save = NULL, *h;
+    size_t len = strlen(line);
+
+    if (colon == NULL || (size_t)(colon - spec) >= sizeof(hosts))
+        return -1;
+    memcpy(hosts, spec, (size_t)(colon - spec));
+    hosts[colon - spec] = '\0';
+    for (h = strtok_r(hosts, ",", &save); h != NULL;
+         h = strtok_r(NULL, ",", &save)) {
+        int fd = dial(h, colon + 1, 2000);
+        size_t off = 0;
+
+        if (fd < 0)
+            continue;
+        while (off < len) {
+            ssize_t w = write(fd, line + off, len - off);
+
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                break;
+            off += (size_t)w;
+        }
+        close(fd);
+        if (off == len)
+            return 0;
+    }
+    fprintf(stderr, "ftw-supervise: cannot reach ftwrun at %s\n", spec);
+    return -1;
+}
+
+/* Where this supervisor's records go. */
+typedef struct {
+    const char *dir;        /* DIR, when it exists on this host */
+    const char *report_to;  /* else this, when given */
+} sink_t;
+
+static void write_status(const sink_t *sk, const char *line)
 {
     const char *rank = rank_of_env();
+    char rec[256];
 
     if (!rank) {
         fprintf(stderr, "ftw-supervise: no rank in the environment "
-                        "(OMPI_COMM_WORLD_RANK, PMI_RANK); status not "
-                        "written\n");
+                        "(OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, "
+                        "SLURM_PROCID); status not written\n");
         return;
     }
-    write_file(dir, rank, line);
+    if (sk->dir != NULL) {
+        write_file(sk->dir, rank, line);
+    } else if (sk->report_to != NULL) {
+        snprintf(rec, sizeof(rec), "fate %s %s", rank, line);
+        send_record(sk->report_to, rec);
+    }
+}
+
+/* "start <rank> <host>": where the rank runs, for a host-wide loss. */
+static void send_start(const sink_t *sk)
+{
+    const char *rank = rank_of_env();
+    char host[256], rec[384];
+
+    if (sk->dir != NULL || sk->report_to == NULL || rank == NULL)
+        return;
+    if (gethostname(host, sizeof(host)) != 0)
+        snprintf(host, sizeof(host), "unknown");
+    host[sizeof(host) - 1] = '\0';
+    snprintf(rec, sizeof(rec), "start %s %s\n", rank, host);
+    send_record(sk->report_to, rec);
+}
+
+/* ---- the collector --------------------------------------------------------- */
+
+static volatile sig_atomic_t collect_stop;
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    collect_stop = 1;
+}
+
+/* A record line from a remote supervisor: write the file it stands for.
+ * Only ranks (digits) and printable statuses are taken. */
+static void collect_line(const char *dir, char *line)
+{
+    char *kind, *rank, *rest, *save = NULL, name[64], out[256];
+
+    kind = strtok_r(line, " ", &save);
+    rank = strtok_r(NULL, " ", &save);
+    rest = strtok_r(NULL, "\n", &save);
+    if (kind == NULL || rank == NULL || rest == NULL || !*rank ||
+        strspn(rank, "0123456789") != strlen(rank) || strlen(rank) > 12)
+        return;
+    for (char *c = rest; *c; c++)
+        if (*c < 0x21 || *c > 0x7e)
+            return;
+    snprintf(out, sizeof(out), "%s\n", rest);
+    if (strcmp(kind, "fate") == 0) {
+        write_file(dir, rank, out);
+    } else if (strcmp(kind, "start") == 0) {
+        snprintf(name, sizeof(name), "host.%s", rank);
+        write_file(dir, name, out);
+    }
+}
+
+#define COLLECT_MAX 256
+
+static int collect(const char *dir)
+{
+    struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+                               .sin6_addr = IN6ADDR_ANY_INIT };
+    struct sockaddr_in a4 = { .sin_family = AF_INET,
+                              .sin_addr.s_addr = htonl(INADDR_ANY) };
+    struct pollfd pf[COLLECT_MAX + 1];
+    char buf[COLLECT_MAX][256];
+    size_t fill[COLLECT_MAX];
+    socklen_t alen;
+    int lfd, n = 0, off = 0, port, idle = 0;
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    /* Both families on one socket where IPv6 exists, else IPv4. */
+    lfd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (lfd >= 0 && (setsockopt(lfd, IPPROTO_IPV6, IPV6_V6ONLY, &off,
+                                sizeof(off)) != 0 ||
+                     bind(lfd, (struct sockaddr *)&a6, sizeof(a6)) != 0)) {
+        close(lfd);
+        lfd = -1;
+    }
+    if (lfd < 0) {
+        lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (lfd < 0 || bind(lfd, (struct sockaddr *)&a4, sizeof(a4)) != 0) {
+            perror("ftw-supervise: collector socket");
+            return 1;
+        }
+    }
+    if (listen(lfd, 128) != 0) {
+        perror("ftw-supervise: listen");
+        return 1;
+    }
+    alen = sizeof(a6);
+    if (getsockname(lfd, (struct sockaddr *)&a6, &alen) != 0) {
+        perror("ftw-supervise: getsockname");
+        return 1;
+    }
+    port = ntohs(((struct sockaddr *)&a6)->sa_family == AF_INET6
+                 ? a6.sin6_port : ((struct sockaddr_in *)&a6)->sin_port);
+    printf("%d\n", port);
+    fflush(stdout);
+
+    /* After SIGTERM: keep going until nothing arrived for 0.2 s. */
+    while (!collect_stop || idle < 2) {
+        int got;
+
+        pf[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+        got = poll(pf, (nfds_t)n + 1, 100);
+        if (got < 0 && errno != EINTR)
+            break;
+        idle = got > 0 ? 0 : idle + (collect_stop ? 1 : 0);
+        if (got <= 0)
+            continue;
+        for (int i = n; i >= 1; i--) {
+            ssize_t r;
+            char *nl;
+
+            if (!pf[i].revents)
+                continue;
+            r = read(pf[i].fd, buf[i - 1] + fill[i - 1],
+                     sizeof(buf[0]) - 1 - fill[i - 1]);
+            if (r > 0) {
+                fill[i - 1] += (size_t)r;
+                buf[i - 1][fill[i - 1]] = '\0';
+                if ((nl = strchr(buf[i - 1], '\n')) == NULL &&
+                    fill[i - 1] < sizeof(buf[0]) - 1)
+                    continue;
+                collect_line(dir, buf[i - 1]);
+            }
+            /* One record per connection: done with it. */
+            close(pf[i].fd);
+            pf[i] = pf[n];
+            memcpy(buf[i - 1], buf[n - 1], sizeof(buf[0]));
+            fill[i - 1] = fill[n - 1];
+            n--;
+        }
+        if ((pf[0].revents & POLLIN) && n < COLLECT_MAX) {
+            int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+            if (fd >= 0) {
+                n++;
+                pf[n] = (struct pollfd){ .fd = fd, .events = POLLIN };
+                fill[n - 1] = 0;
+            }
+        }
+    }
+    return 0;
 }
 
 static void save_env(const char *dir, const char *var)
@@ -243,7 +492,9 @@ static void child(char **argv, const char *preload, pid_t parent,
 
 int main(int argc, char **argv)
 {
-    const char *status_dir = NULL, *preload = NULL;
+    const char *status_dir = NULL, *preload = NULL, *report_to = NULL;
+    sink_t sink = { NULL, NULL };
+    struct stat sb;
     const char *save[16];
     int nsave = 0;
     struct sigaction sa;
@@ -264,6 +515,10 @@ int main(int argc, char **argv)
             preload = argv[++i];
         } else if (strncmp(argv[i], "--preload=", 10) == 0) {
             preload = argv[i] + 10;
+        } else if (strcmp(argv[i], "--report-to") == 0 && i + 1 < argc) {
+            report_to = argv[++i];
+        } else if (strcmp(argv[i], "--collect") == 0 && i + 1 < argc) {
+            return collect(argv[i + 1]);
         } else if (strcmp(argv[i], "--save-env") == 0 && i + 1 < argc) {
             if (nsave == (int)(sizeof(save) / sizeof(save[0])))
                 usage();
@@ -276,6 +531,15 @@ int main(int argc, char **argv)
     }
     if (i >= argc)
         usage();
+    /* The status directory is ftwrun's, on ftwrun's host: on another
+     * host the records go over TCP. */
+    if (status_dir != NULL && stat(status_dir, &sb) == 0 &&
+        S_ISDIR(sb.st_mode))
+        sink.dir = status_dir;
+    else
+        status_dir = NULL;
+    sink.report_to = report_to;
+    send_start(&sink);
     if (status_dir) {
         char name[64];
 
@@ -340,7 +604,6 @@ int main(int argc, char **argv)
         code = WEXITSTATUS(status);
         snprintf(line, sizeof(line), "exit:%d\n", code);
     }
-    if (status_dir)
-        write_status(status_dir, line);
+    write_status(&sink, line);
     return code;
 }
