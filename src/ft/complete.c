@@ -34,6 +34,7 @@ typedef struct {
     MPI_Status *st;             /* statuses for a caller that ignores them */
     MPI_Status st_small[SMALL_N];
     int looked_up;
+    int next;                   /* MPICH's wait: the first unfinished */
 } reqset_t;
 
 /* Drains happened in this process, receives went through bounce buffers,
@@ -50,6 +51,7 @@ static int reqset_init(reqset_t *s, int n, const MPI_Request reqs[])
 {
     s->n = n;
     s->looked_up = 0;
+    s->next = 0;
     if (n <= SMALL_N) {
         s->saved = s->saved_small;
         s->info = s->info_small;
@@ -337,6 +339,7 @@ static int all_result(reqset_t *s, MPI_Status sts[], const char *name)
     return reqset_raise(s, name, MPI_ERR_IN_STATUS);
 }
 
+#if !defined(MPICH)
 /* Every request of the set completed: finish their rendezvous; 1 if
  * any failed (then s->err holds every outcome). */
 static int all_rndv(reqset_t *s, MPI_Status sts[])
@@ -347,6 +350,40 @@ static int all_rndv(reqset_t *s, MPI_Status sts[])
         s->err[i] = MPI_SUCCESS;
     return reqset_rndv(s, s->n, NULL, sts);
 }
+#endif
+
+#if defined(MPICH)
+/* MPICH 4.0's MPI_Testall and MPI_Testsome fail on requests its
+ * MPI_Waitall completes (persistent collectives started in another order
+ * than the array's: an error, or no completion ever; ROMIO's requests: an
+ * assertion on their reference count).  Its MPI_Waitall finishes the
+ * requests one after the other in array order, so the failure-free wait
+ * does the same with MPI_Test: request s->next first, each status where
+ * MPI_Waitall puts it and each outcome in s->err (a failure found later
+ * leaves the finished ones alone).  *done once every request is. */
+static int seq_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
+                     int *done)
+{
+    *done = 0;
+    while (s->next < s->n) {
+        int i = s->next, flag = 0, rc;
+        MPI_Status *st = status_at(sts, i);
+
+        if (s->err[i] == FTW_PENDING_CODE) {
+            rc = PMPI_Test(&reqs[i], &flag, st);
+            if (rc == MPI_SUCCESS && !flag)
+                return MPI_SUCCESS;
+            s->err[i] = rc;
+            if (rc == MPI_SUCCESS && st != MPI_STATUS_IGNORE)
+                reqset_rndv(s, 1, &i, st);
+        }
+        s->next++;
+    }
+    *done = 1;
+    return MPI_SUCCESS;
+}
+
+#endif
 
 int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
@@ -361,6 +398,18 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
         return rc;
     sts = reqset_statuses(&s, sts);
     ftw_poll_init(&p);
+#if defined(MPICH)
+    while (!failures_known() && !drains_known()) {
+        rc = seq_round(&s, reqs, sts, &flag);
+        if (rc != MPI_SUCCESS || flag) {
+            if (rc == MPI_SUCCESS)
+                rc = all_result(&s, sts, "MPI_Waitall");
+            reqset_sources(&s, n, NULL, sts);
+            goto out;
+        }
+        ftw_poll_idle(&p);
+    }
+#else
     while (!failures_known() && !drains_known()) {
         rc = PMPI_Testall(n, reqs, &flag, sts);
         if (rc != MPI_SUCCESS || flag) {
@@ -371,6 +420,7 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
         }
         ftw_poll_idle(&p);
     }
+#endif
     /* Requests' fates change only with new failures: check them on the
      * first round and whenever the failure epoch moves. */
     while (all_round(&s, reqs, sts, ftw_poll_changed(&p) || !s.looked_up))
