@@ -759,21 +759,39 @@ def single_status(f):
     return sts[0].name if len(sts) == 1 else None
 
 
+# Families whose wrappers do ftwrap's work; outside MPI_Init..MPI_Finalize
+# (a program of MPI sessions alone, or calls after MPI_Finalize) they are
+# the MPI's own calls.
+DORMANT_FAMILIES = {"send", "recv", "sendrecv", "comm_create", "coll",
+                    "comm_free"}
+
+
+def dormant(f):
+    """The pass-through of a wrapper while ftwrap is not running."""
+    if f.ret != "int" or not f.name.startswith("MPI_") or f.variadic or \
+            (f.family not in DORMANT_FAMILIES and rules.CORE not in f.attrs):
+        return ""
+    return ("    if (ftw_unlikely(!ftw_running))\n"
+            "        return %s;\n" % f.call(f.pname))
+
+
 def wrapper(f):
     """The exported function: its body, and for a single-completion call
     the MPI_ERROR field of its status kept around it."""
     st = single_status(f)
     if st is None:
-        return "\n%s\n{\n%s}\n" % (f.decl(), body_for(f))
+        return "\n%s\n{\n%s%s}\n" % (f.decl(), dormant(f), body_for(f))
     inner = "ftw_body_" + f.name
     return ("\nstatic inline int %s(%s)\n{\n%s}\n"
             "\n%s\n{\n"
-            "    int err = ftw_status_error(%s);\n"
-            "    int rc = %s;\n\n"
+            "    int err, rc;\n\n"
+            "%s"
+            "    err = ftw_status_error(%s);\n"
+            "    rc = %s;\n"
             "    ftw_status_error_keep(%s, err);\n"
             "    return rc;\n}\n"
             % (inner, ", ".join(p.decl for p in f.params), body_for(f),
-               f.decl(), st, f.call(inner), st))
+               f.decl(), dormant(f), st, f.call(inner), st))
 
 
 def emit(funcs, headers, cc, out):

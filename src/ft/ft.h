@@ -30,7 +30,9 @@ void ftw_init_before(void);
 int ftw_init_after(int rc);
 
 /* 1 between MPI_Init and MPI_Finalize (a program of MPI sessions alone
- * never starts ftwrap: it has no MPI_COMM_WORLD). */
+ * never starts ftwrap: it has no MPI_COMM_WORLD); the wrappers are the
+ * MPI's own calls while it is 0. */
+extern int ftw_running;
 int ftw_initialized(void);
 
 /* MPI_Finalize, MPI_Finalized. */

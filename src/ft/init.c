@@ -16,7 +16,7 @@
 
 uint32_t ftw_seen_epoch;
 
-static int ftw_active;
+int ftw_running;
 static int world_rank = -1;
 
 /* The FTW_ERR_* classes, registered in this order at MPI_Init so that they
@@ -108,7 +108,7 @@ int ftw_init_after(int rc)
     ftw_comm_track(MPI_COMM_SELF, FTW_COMM_ID_SELF);
     if (ftw_cfg.print_config && world_rank == 0)
         ftw_config_print(stdout);
-    ftw_active = 1;
+    ftw_running = 1;
     ftw_info("ftwrap %d.%d active", FTWRAP_VERSION_MAJOR,
              FTWRAP_VERSION_MINOR);
     return MPI_SUCCESS;
@@ -118,11 +118,11 @@ int ftw_finalize(void)
 {
     int rc;
 
-    if (!ftw_active)
+    if (!ftw_running)
         return PMPI_Finalize();
     if (ftw_cfg.stats)
         ftw_stats_print(stdout, world_rank);
-    ftw_active = 0;
+    ftw_running = 0;
     ftw_rndv_fini();
     ftw_fast_wait_fini();
     ftw_agree_fini();
@@ -160,13 +160,13 @@ void ftw_comm_released(MPI_Comm comm)
 
 int ftw_initialized(void)
 {
-    return ftw_active;
+    return ftw_running;
 }
 
 FTW_EXPORT int FTW_Initialized(int *flag)
 {
     if (flag == NULL)
         return MPI_ERR_ARG;
-    *flag = ftw_active;
+    *flag = ftw_running;
     return MPI_SUCCESS;
 }
