@@ -18,6 +18,11 @@
  * MPI_UNDEFINED and MPI_Get_elements the number of ints, for a short
  * message and for one of 1 MiB.
  *
+ * A message to itself of 16-byte elements (MPI_C_DOUBLE_COMPLEX) into a
+ * strided receive type, whose buffer also takes ftwrap's rendezvous
+ * header.  (MPICH 4.0 truncates MPI_C_LONG_DOUBLE_COMPLEX received so
+ * natively: not tested.)
+ *
  * tests/rndv_type_lifetime runs this file with ftwrap's rendezvous
  * forced on.
  */
@@ -170,12 +175,46 @@ static int partial(int count, int nint)
     return ok;
 }
 
+/* A message to itself of n elements of a wide basic type, received into every other element of a strided vector:
+ * MPI_Irecv posted, then MPI_Send; the elements land in the even slots,
+ * the odd ones stay zero. */
+static int self_wide(MPI_Datatype t, int n)
+{
+    int size = 0, ok = 1;
+    char *out, *in, *zero;
+    MPI_Datatype vec;
+    MPI_Request req;
+    MPI_Status st;
+
+    MPI_Type_size(t, &size);
+    MPI_Type_vector(n, 1, 2, t, &vec);
+    MPI_Type_commit(&vec);
+    out = malloc((size_t)size * (size_t)n);
+    in = calloc(2 * (size_t)n, (size_t)size);
+    zero = calloc(1, (size_t)size);
+    tap_fill(out, (size_t)size * (size_t)n, (uint64_t)size);
+    ok &= MPI_Irecv(in, 1, vec, rank, 11, MPI_COMM_WORLD, &req) ==
+          MPI_SUCCESS;
+    ok &= MPI_Send(out, n, t, rank, 11, MPI_COMM_WORLD) == MPI_SUCCESS;
+    ok &= MPI_Wait(&req, &st) == MPI_SUCCESS;
+    for (int i = 0; i < n && ok; i++)
+        ok &= !memcmp(in + 2 * (size_t)i * (size_t)size,
+                      out + (size_t)i * (size_t)size, (size_t)size) &&
+              !memcmp(in + (2 * (size_t)i + 1) * (size_t)size, zero,
+                      (size_t)size);
+    MPI_Type_free(&vec);
+    free(out);
+    free(in);
+    free(zero);
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 
-    tap_plan(8);
+    tap_plan(9);
     tap_ok(freed_while_pending(1, 8, 0),
            "24-byte vector messages, type freed before MPI_Waitall: "
            "elements and gaps right");
@@ -190,6 +229,9 @@ int main(int argc, char **argv)
     tap_ok(partial(2, 3), "3 ints into 2 sparse elements (less than one)");
     tap_ok(partial(20000, 4 * 19999 + 3),
            "a 320 KB message ending 3 ints into the last element");
+    tap_ok(self_wide(MPI_C_DOUBLE_COMPLEX, 256),
+           "256 MPI_C_DOUBLE_COMPLEX (16 B) to itself into a strided vector: "
+           "elements and gaps right");
     tap_ok(freed_while_pending(5, 8, 0), "traffic after all of it");
 
     MPI_Finalize();

@@ -43,8 +43,15 @@ typedef struct {
     int32_t fin_tag;        /* the tag its FIN receive waits for */
     int32_t xport;          /* ftw_xport_id_t to pull with */
     int32_t key;            /* the transport's key (shm: segment fd, verbs: rkey) */
-    int32_t pad;
+    int32_t pad[3];
 } ftw_rts_t;
+
+/* The header lands in the receive's own buffer, typed as the receive's
+ * datatype: its size is a whole number of elements of every basic type
+ * (up to the 32 bytes of MPI_C_LONG_DOUBLE_COMPLEX), or MPICH's unpacking
+ * asserts on the partial element. */
+_Static_assert(sizeof(ftw_rts_t) % 32 == 0,
+               "the RTS must hold whole elements of every basic type");
 
 #define FTW_RTS_SIZE ((int)sizeof(ftw_rts_t))
 
