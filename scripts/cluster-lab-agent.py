@@ -17,8 +17,12 @@
 #       LANG), in the caller's directory when the host has it, else /.
 #   cluster-lab-agent.py exec LABDIR HOST ARGV...
 #       ARGV as is, with the caller's whole environment.
-# Exit status: the remote command's; 255 when the host is unknown or gone
-# (as ssh).  CLUSTER_LAB_AGENT_LOG=FILE appends each rsh argv to FILE.
+# Exit status: the remote command's; 255 when the host is unknown or down
+# (as ssh).  When the host crashes under a running command, rsh and exec
+# go silent as ssh does: they wait, the remote's stdout and stderr still
+# open, until killed; with ssh's -o ServerAliveInterval=S (and
+# ServerAliveCountMax=N, 3) rsh gives up after S*N seconds with 255.
+# CLUSTER_LAB_AGENT_LOG=FILE appends each rsh argv to FILE.
 import array
 import json
 import os
@@ -38,7 +42,8 @@ def holder(lab, host):
             pid, start = f.read().split()[:2]
         with open('/proc/%s/stat' % pid) as f:
             st = f.read()
-        if st[st.rindex(')') + 2:].split()[19] != start:
+        f = st[st.rindex(')') + 2:].split()
+        if f[19] != start or f[0] in ('Z', 'X'):
             return None
         return int(pid)
     except (OSError, ValueError, IndexError):
@@ -112,8 +117,10 @@ def serve(lab, conn):
     rc = os.waitstatus_to_exitcode(st)
     if rc < 0:
         rc = 255 if -rc == signal.SIGKILL else 128 - rc
+    # The host crashed under the command: no status ever comes back.
+    msg = b'lost\n' if holder(lab, req['host']) != pid else b'rc %d\n' % rc
     try:
-        conn.sendall(b'rc %d\n' % rc)
+        conn.sendall(msg)
     except OSError:
         pass
 
@@ -156,7 +163,7 @@ def known_hosts(lab):
     return names
 
 
-def client(lab, host, argv, env):
+def client(lab, host, argv, env, lost_after=None):
     name = known_hosts(lab).get(host.split('@')[-1])
     if name is None:
         sys.stderr.write('ssh: Could not resolve hostname %s (cluster-lab)\n' % host)
@@ -187,6 +194,16 @@ def client(lab, host, argv, env):
         if not b:
             return 255
         buf += b
+        if buf == b'lost\n':
+            # As ssh when its server vanishes: silence until the keepalives
+            # give up (never without ServerAliveInterval).
+            while lost_after is None:
+                signal.pause()
+            if lost_after > 0:
+                import time
+                time.sleep(lost_after)
+            sys.stderr.write('Timeout, server %s not responding.\n' % host)
+            return 255
         if buf.endswith(b'\n') and buf.startswith(b'rc '):
             return int(buf[3:])
 
@@ -202,6 +219,7 @@ def rsh(lab, args):
         with open(log, 'a') as f:
             f.write(json.dumps(args) + '\n')
     i = 0
+    opts = {}
     while i < len(args) and args[i].startswith('-') and len(args[i]) > 1:
         a = args[i]
         i += 1
@@ -209,9 +227,23 @@ def rsh(lab, args):
             break
         for j in range(1, len(a)):
             if a[j] in WITHARG:
-                if j == len(a) - 1:
+                val = a[j + 1:]
+                if not val and i < len(args):
+                    val = args[i]
                     i += 1
+                if a[j] == 'o' and '=' in val:
+                    k, v = val.split('=', 1)
+                    opts[k.strip().lower()] = v.strip()
                 break
+    # ssh -o ServerAliveInterval=S [-o ServerAliveCountMax=N (3)]: a
+    # crashed host is reported after S*N seconds; without it, never.
+    lost_after = None
+    try:
+        if int(opts.get('serveraliveinterval', '0')) > 0:
+            lost_after = (int(opts['serveraliveinterval']) *
+                          int(opts.get('serveralivecountmax', '3')))
+    except ValueError:
+        pass
     if i + 1 >= len(args):
         sys.stderr.write('usage: lab-rsh [ssh options] HOST COMMAND... '
                          '(no login shells)\n')
@@ -220,7 +252,7 @@ def rsh(lab, args):
     env = {'HOME': '/root', 'USER': 'root', 'LOGNAME': 'root', 'SHELL': '/bin/sh',
            'PATH': os.environ.get('PATH', '/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin'),
            'LANG': os.environ.get('LANG', 'C.UTF-8')}
-    return client(lab, host, ['/bin/sh', '-c', ' '.join(words)], env)
+    return client(lab, host, ['/bin/sh', '-c', ' '.join(words)], env, lost_after)
 
 
 def main():
