@@ -759,17 +759,18 @@ def single_status(f):
     return sts[0].name if len(sts) == 1 else None
 
 
-# Families whose wrappers do ftwrap's work; outside MPI_Init..MPI_Finalize
-# (a program of MPI sessions alone, or calls after MPI_Finalize) they are
-# the MPI's own calls.
-DORMANT_FAMILIES = {"send", "recv", "sendrecv", "comm_create", "coll",
-                    "comm_free"}
+# Outside MPI_Init..MPI_Finalize (a program of MPI sessions alone, or calls
+# after MPI_Finalize) the wrappers are the MPI's own calls, but for these
+# families: the local calls keep ftwrap's answers (its error
+# classes and strings, MPI_Finalized after a finalize that skipped the
+# MPI's).
+AWAKE_FAMILIES = {"local", "init", "finalize"}
 
 
 def dormant(f):
     """The pass-through of a wrapper while ftwrap is not running."""
     if f.ret != "int" or not f.name.startswith("MPI_") or f.variadic or \
-            (f.family not in DORMANT_FAMILIES and rules.CORE not in f.attrs):
+            f.family in AWAKE_FAMILIES:
         return ""
     return ("    if (ftw_unlikely(!ftw_running))\n"
             "        return %s;\n" % f.call(f.pname))
