@@ -32,8 +32,13 @@ struct ftw_agree {
     uint8_t *prop;          /* [nrounds][vlen]: aggregate of proposals */
     uint8_t *recvd;         /* [nrounds][n]: received-from sets */
     int decided;
+    int superseded;         /* a later agreement on id decided here */
+    int blocking;           /* ftw_agree's: no other on id overlaps it */
+    int lazy;               /* decided in round 1 hearing every member:
+                             * DECIDED is sent only to who asks (below) */
     uint8_t *decision;      /* [vlen] */
     uint8_t *decided_from;  /* [n]: DECIDED received from */
+    uint8_t *answered;      /* [n]: lazy: DECIDED sent to */
     int *world;             /* [n]: world rank of each member */
     struct member {
         int world, rank;
@@ -43,7 +48,23 @@ struct ftw_agree {
 
 /* Agreements decided here whose last messages (other processes' DECIDED)
  * have not all been taken yet: finished in the background, so a caller
- * has its decision one message latency earlier. */
+ * has its decision one message latency earlier.
+ *
+ * Without failures no DECIDED is sent at all.  A process that decides in
+ * round 1 having heard every member (a clean decision) knows every
+ * member's proposal, so any process that needs more (one that saw a
+ * member die before that member's proposal reached it goes on to round 2)
+ * can be answered: the agreement stays here, lazy, and answers a round-2
+ * proposal with a DECIDED to its sender.  It is released when a later
+ * agreement on the same communicator decides here (every live member
+ * took part in that one, so none is still in this one: blocking
+ * agreements on one communicator never overlap), or when the
+ * communicator is freed or MPI_Finalize comes: then every member sends
+ * its DECIDED to all, as a non-clean decision does at once.  A failure
+ * this process learns of makes it send its DECIDED at once too, so a
+ * process that went on to round 2 because of that failure is answered
+ * even if no message of it is read here.  Only blocking agreements
+ * (ftw_agree) are lazy: a nonblocking one may overlap the next. */
 static ftw_agree_t *finishing;
 static pthread_mutex_t finishing_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -110,11 +131,64 @@ err:
     return MPI_ERR_NO_MEM;
 }
 
+/* Send (type, round, value) to member q alone. */
+static int send_one(ftw_agree_t *a, int type, int round, const uint8_t *v,
+                    int q)
+{
+    size_t len = sizeof(ftw_ctl_hdr_t) + a->vlen;
+    bcast_t *b = malloc(sizeof(*b) + len);
+    ftw_ctl_hdr_t hdr = { .id = a->id, .seq = a->seq, .type = type,
+                          .round = round };
+
+    if (b == NULL || (b->reqs = malloc(sizeof(*b->reqs))) == NULL ||
+        (b->peer = malloc(sizeof(*b->peer))) == NULL) {
+        if (b != NULL)
+            free(b->reqs);
+        free(b);
+        ftw_error("out of memory for an agreement message");
+        return MPI_ERR_NO_MEM;
+    }
+    memcpy(b->msg, &hdr, sizeof(hdr));
+    memcpy(b->msg + sizeof(hdr), v, a->vlen);
+    PMPI_Isend(b->msg, (int)len, MPI_BYTE, a->world[q], FTW_CTL_TAG_AGREE,
+               ftw_ctl_comm, &b->reqs[0]);
+    b->peer[0] = a->world[q];
+    b->nreq = 1;
+    b->next = a->sent;
+    a->sent = b;
+    return MPI_SUCCESS;
+}
+
+/* Heard from every member in round 1. */
+static int clean_round1(const ftw_agree_t *a)
+{
+    const uint8_t *got = a->recvd + (size_t)a->n;
+
+    if (a->round != 1)
+        return 0;
+    for (int q = 0; q < a->n; q++)
+        if (!got[q])
+            return 0;
+    return 1;
+}
+
 static void decide(ftw_agree_t *a, const uint8_t *v)
 {
     memcpy(a->decision, v, a->vlen);
     a->decided = 1;
-    broadcast(a, MSG_DECIDED, 0, v);
+    if (a->blocking && clean_round1(a))
+        a->lazy = 1;
+    else
+        broadcast(a, MSG_DECIDED, 0, v);
+}
+
+/* A lazy agreement goes the usual way: DECIDED to every live member. */
+static void unlazy(ftw_agree_t *a)
+{
+    if (!a->lazy)
+        return;
+    a->lazy = 0;
+    broadcast(a, MSG_DECIDED, 0, a->decision);
 }
 
 static int member_cmp(const void *x, const void *y)
@@ -156,6 +230,11 @@ static void deliver(ftw_agree_t *a, const ftw_ctl_msg_t *m)
     if (hdr->type != MSG_PROPOSAL || hdr->round < 1 ||
         hdr->round >= a->nrounds)
         return;
+    /* A process still at it after this one decided cleanly: the answer. */
+    if (a->decided && a->lazy && hdr->round >= 2 && !a->answered[from]) {
+        a->answered[from] = 1;
+        send_one(a, MSG_DECIDED, 0, a->decision, from);
+    }
     recvd_row(a, hdr->round)[from] = 1;
     value_merge(a, prop_row(a, hdr->round), v);
 }
@@ -172,7 +251,7 @@ static int agree_match(const ftw_ctl_hdr_t *hdr, void *arg)
  * (a process's DECIDED is its last), so none is left to pile up. */
 static int all_done(ftw_agree_t *a)
 {
-    if (!a->decided)
+    if (!a->decided || a->lazy)
         return 0;
     for (int q = 0; q < a->n; q++)
         if (q != a->me && !a->decided_from[q] && !is_failed(a, q))
@@ -214,6 +293,7 @@ static int take_messages(ftw_agree_t *a)
 }
 
 static void agree_release(ftw_agree_t *a);
+static int ftw_agree_test_(ftw_agree_t *a);
 
 /* Progress the finishing agreements; release those done. */
 static void reap(void)
@@ -226,7 +306,7 @@ static void reap(void)
         ftw_agree_t *a = *pp;
 
         take_messages(a);
-        if (!all_done(a)) {
+        if (!all_done(a) && !a->superseded) {
             pp = &a->next;
             continue;
         }
@@ -243,7 +323,31 @@ static void reap(void)
     }
 }
 
+/* a decided: the older agreements on its communicator are over
+ * everywhere (see finishing). */
+static void supersede_older(const ftw_agree_t *a)
+{
+    pthread_mutex_lock(&finishing_lock);
+    for (ftw_agree_t *e = finishing; e != NULL; e = e->next)
+        if (e->id == a->id && e->lazy && (int32_t)(a->seq - e->seq) > 0)
+            e->superseded = 1;
+    pthread_mutex_unlock(&finishing_lock);
+}
+
 int ftw_agree_test(ftw_agree_t *a)
+{
+    if (a->decided)
+        return 1;
+    if (ftw_agree_test_(a)) {
+        if (a->blocking)
+            supersede_older(a);
+        reap();
+        return 1;
+    }
+    return 0;
+}
+
+static int ftw_agree_test_(ftw_agree_t *a)
 {
     while (!a->decided) {
         if (take_messages(a))
@@ -289,11 +393,12 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
     a->recvd = calloc((size_t)a->nrounds, (size_t)a->n);
     a->decision = malloc(a->vlen);
     a->decided_from = calloc((size_t)a->n, 1);
+    a->answered = calloc((size_t)a->n, 1);
     a->world = malloc(sizeof(int) * (size_t)a->n);
     a->by_world = malloc(sizeof(*a->by_world) * (size_t)a->n);
     v = malloc(a->vlen);
     if (!a->prop || !a->recvd || !a->decision || !a->decided_from ||
-        !a->world || !a->by_world || !v)
+        !a->answered || !a->world || !a->by_world || !v)
         goto err_free;
     /* The members are copied: a finishing agreement may outlive c. */
     memcpy(a->world, c->peer_world, sizeof(int) * (size_t)a->n);
@@ -349,6 +454,7 @@ static void agree_release(ftw_agree_t *a)
     free(a->recvd);
     free(a->decision);
     free(a->decided_from);
+    free(a->answered);
     free(a->world);
     free(a->by_world);
     free(a);
@@ -359,7 +465,7 @@ void ftw_agree_free(ftw_agree_t *a)
     if (a == NULL)
         return;
     take_messages(a);
-    if (!a->decided || all_done(a)) {
+    if (!a->decided || all_done(a) || a->superseded) {
         agree_release(a);
         return;
     }
@@ -369,9 +475,37 @@ void ftw_agree_free(ftw_agree_t *a)
     pthread_mutex_unlock(&finishing_lock);
 }
 
+void ftw_agree_comm_freed(uint64_t id)
+{
+    if (id == 0 || finishing == NULL)
+        return;
+    pthread_mutex_lock(&finishing_lock);
+    for (ftw_agree_t *e = finishing; e != NULL; e = e->next)
+        if (e->id == id && !e->superseded)
+            unlazy(e);
+    pthread_mutex_unlock(&finishing_lock);
+}
+
+void ftw_agree_failure_seen(void)
+{
+    if (finishing == NULL)
+        return;
+    pthread_mutex_lock(&finishing_lock);
+    for (ftw_agree_t *e = finishing; e != NULL; e = e->next)
+        if (!e->superseded)
+            unlazy(e);
+    pthread_mutex_unlock(&finishing_lock);
+}
+
 void ftw_agree_fini(void)
 {
     double until = PMPI_Wtime() + 1.0;
+
+    pthread_mutex_lock(&finishing_lock);
+    for (ftw_agree_t *e = finishing; e != NULL; e = e->next)
+        if (!e->superseded)
+            unlazy(e);
+    pthread_mutex_unlock(&finishing_lock);
 
     /* Every live process sent its DECIDED when it decided: take them (a
      * process that lags that much is not waited for). */
@@ -396,6 +530,7 @@ int ftw_agree(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
 
     if (rc != MPI_SUCCESS)
         return rc;
+    a->blocking = 1;
     ftw_poll_init(&p);
     while (!ftw_agree_test(a)) {
         ftw_poll_changed(&p);

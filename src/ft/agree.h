@@ -56,6 +56,15 @@ void ftw_agree_free(ftw_agree_t *a);
  * (at finalize, before the MPI's own). */
 void ftw_agree_fini(void);
 
+/* The communicator of id is being freed (collective): its agreements
+ * kept to answer late askers send their DECIDED now, to be released once
+ * every member's is in. */
+void ftw_agree_comm_freed(uint64_t id);
+
+/* This process learned of a failure: every agreement kept to answer late
+ * askers sends its DECIDED now. */
+void ftw_agree_failure_seen(void);
+
 /* Agreements that end a nonblocking call (FTW_Icomm_validate,
  * FTW_Icomm_drain_all, MPIX_Comm_iagree, MPIX_Comm_ishrink): a generalized
  * request that ftwrap's waits and tests progress, started with the

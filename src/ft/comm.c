@@ -319,9 +319,10 @@ ftw_comm_t *ftw_comm_get(MPI_Comm comm)
     return c ? comm_insert(c, 0) : NULL;
 }
 
-void ftw_comm_untrack(MPI_Comm comm)
+uint64_t ftw_comm_untrack(MPI_Comm comm)
 {
     ftw_comm_t *c;
+    uint64_t id;
 
     pthread_mutex_lock(&comm_lock);
     c = comm_find_locked(comm);
@@ -333,12 +334,14 @@ void ftw_comm_untrack(MPI_Comm comm)
     expected_take_locked(comm);
     pthread_mutex_unlock(&comm_lock);
     if (c == NULL)
-        return;
+        return 0;
+    id = c->id;
     ftw_stash_drop(comm, MPI_ANY_SOURCE, 1);
     /* A survivors' communicator may still hold collectives abandoned on a
      * failure; it is left to the MPI. */
     comm_free_record(c);
     ftw_stat_add(FTW_STAT_COMMS_FREED, 1);
+    return id;
 }
 
 /* Rank of world rank w in world[0..n), or -1. */

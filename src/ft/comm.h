@@ -102,8 +102,9 @@ void ftw_comm_expect(MPI_Comm comm, uint64_t id);
 /* The record with this id, or NULL. */
 ftw_comm_t *ftw_comm_by_id(uint64_t id);
 
-/* Stop tracking it (after the native free). */
-void ftw_comm_untrack(MPI_Comm comm);
+/* Stop tracking it (after the native free); its id, or 0 if it was not
+ * tracked. */
+uint64_t ftw_comm_untrack(MPI_Comm comm);
 
 /* The state of a communicator, made on first use if the MPI created it
  * without ftwrap seeing it; NULL for MPI_COMM_NULL or no memory. */

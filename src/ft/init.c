@@ -145,6 +145,7 @@ void ftw_failure_catch_up(void)
         ftw_stat_add(FTW_STAT_FAILURES_SEEN, 1);
     }
     ftw_seen_epoch = epoch;
+    ftw_agree_failure_seen();
     /* A revoker that died may have left notices without bells. */
     if (ftw_ulfm_mode)
         ftw_revoke_listening = 1;
@@ -155,7 +156,7 @@ void ftw_failure_catch_up(void)
 void ftw_comm_released(MPI_Comm comm)
 {
     ftw_failhandler_forget(comm);
-    ftw_comm_untrack(comm);
+    ftw_agree_comm_freed(ftw_comm_untrack(comm));
 }
 
 int ftw_initialized(void)
