@@ -358,7 +358,14 @@ static int ftw_agree_test_(ftw_agree_t *a)
                     (size_t)a->n)) {
             decide(a, prop_row(a, a->round));
         } else if (a->round + 1 < a->nrounds) {
+            /* A member failed during the round: what is known failed now
+             * goes into the value, so the decision names every process
+             * whose failure held the agreement up (and the survivors'
+             * communicator a validate makes does not wait for one). */
             a->round++;
+            for (int q = 0; q < a->n; q++)
+                if (is_failed(a, q))
+                    prop_row(a, a->round - 1)[q] |= 1;
             propose(a, a->round, prop_row(a, a->round - 1));
         } else {
             /* Cannot happen: a round is added only for a new failure. */
