@@ -53,8 +53,11 @@
  * is the other end, which ftwrun runs on its own host: it listens on a TCP
  * port of every address (printed on stdout, one line, once listening),
  * writes each "fate" record to DIR/<rank> and each "start" record to
- * DIR/host.<rank>, exactly as a local supervisor would, and on SIGTERM
- * takes what is still queued and exits.
+ * DIR/host.<rank>, exactly as a local supervisor would, and each "failed
+ * <rank> lost" record (the job's lowest live process names the ranks the
+ * job lost, at MPI_Finalize: ftwrap finds FTW_REPORT_TO, the address the
+ * supervisor was given, in its environment) to DIR/failed.<rank>; on
+ * SIGTERM it takes what is still queued and exits.
  *
  * No MPI in here: it must work unchanged under every launcher.
  */
@@ -327,6 +330,9 @@ static void collect_line(const char *dir, char *line)
     snprintf(out, sizeof(out), "%s\n", rest);
     if (strcmp(kind, "fate") == 0) {
         write_file(dir, rank, out);
+    } else if (strcmp(kind, "failed") == 0) {
+        snprintf(name, sizeof(name), "failed.%s", rank);
+        write_file(dir, name, out);
     } else if (strcmp(kind, "start") == 0) {
         snprintf(name, sizeof(name), "host.%s", rank);
         write_file(dir, name, out);
@@ -450,8 +456,8 @@ static void save_env(const char *dir, const char *var)
     free(line);
 }
 
-static void child(char **argv, const char *preload, pid_t parent,
-                  const sigset_t *oldmask)
+static void child(char **argv, const char *preload, const char *report_to,
+                  pid_t parent, const sigset_t *oldmask)
 {
     struct sigaction sa;
 
@@ -467,6 +473,8 @@ static void child(char **argv, const char *preload, pid_t parent,
         sigaction(fwd_signals[i], &sa, NULL);
     sigprocmask(SIG_SETMASK, oldmask, NULL);
 
+    if (report_to != NULL)
+        setenv("FTW_REPORT_TO", report_to, 1);
     if (preload && *preload) {
         const char *old = getenv("LD_PRELOAD");
 
@@ -570,7 +578,7 @@ int main(int argc, char **argv)
         return 126;
     }
     if (pid == 0)
-        child(argv + i, preload, parent, &oldmask);
+        child(argv + i, preload, report_to, parent, &oldmask);
 
     child_pid = pid;
     sigprocmask(SIG_SETMASK, &oldmask, NULL);
