@@ -40,7 +40,7 @@ GEN_SRCS := gen/ftwgen.py gen/rules.py
 TEST_SRCS := $(sort $(wildcard tests/*.c))
 TOOLS := build/bin/ftw-supervise build/bin/ftw-info
 
-.PHONY: all lib tests tools check check-verbs demo bench stress verbs-lab-smoke install clean setup
+.PHONY: all lib tests tools check check-verbs check-cluster demo bench stress verbs-lab-smoke install clean setup
 all: lib tools tests
 
 # ---- per-MPI rules ------------------------------------------------------
@@ -127,6 +127,12 @@ stress: all
 
 setup:
 	scripts/setup
+
+# Jobs across hosts that lose one (tests/cluster.sh, in scripts/cluster-lab;
+# root, about 5 minutes).
+check-cluster: all
+	scripts/setup --cluster
+	MPIS="$(MPIS)" prove -v tests/cluster.sh
 
 verbs-lab-smoke:
 	scripts/verbs-lab-smoke
