@@ -109,6 +109,8 @@ check: all
 	MPIS="$(MPIS)" prove tests/gen_coverage.sh || st=1; \
 	echo "=== ftwrun's command line and remote records ==="; \
 	MPIS="$(MPIS)" prove tests/ftwrun_cli.sh || st=1; \
+	echo "=== jobs across hosts that lose one (cluster lab) ==="; \
+	{ scripts/setup --cluster && MPIS="$(MPIS)" prove -v tests/cluster.sh; } || st=1; \
 	echo "=== verbs transport in the soft-RoCE lab ==="; \
 	{ scripts/setup --lab && scripts/check-verbs; } || st=1; \
 	exit $$st
