@@ -89,9 +89,9 @@ $(foreach m,$(MPIS),$(eval $(call mpi_rules,$(m))))
 
 # ---- tools (no MPI) ------------------------------------------------------
 tools: $(TOOLS)
-build/bin/ftw-supervise: src/tools/ftw-supervise.c
+build/bin/ftw-supervise: src/tools/ftw-supervise.c src/util/record.h
 	@mkdir -p build/bin
-	gcc -O2 -g -std=gnu11 -Wall -Wextra -Werror $< -o $@
+	gcc -O2 -g -std=gnu11 -Wall -Wextra -Werror -Isrc $< -o $@
 build/bin/ftw-info: src/tools/ftw-info.c src/util/config.c src/util/log.c src/util/status.c $(wildcard src/util/*.h)
 	@mkdir -p build/bin
 	gcc -O2 -g -std=gnu11 -Wall -Wextra -Werror -Isrc $(filter %.c,$^) -o $@ -lunwind

@@ -17,13 +17,8 @@
  * The native finalize always runs under a watchdog, since a process may
  * also die after the barrier.
  */
-#include <errno.h>
-#include <netdb.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +30,7 @@
 #include "ft/op.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/record.h"
 #include "util/stats.h"
 
 #define TAG_ARRIVE FTW_CTL_TAG_ARRIVE
@@ -212,73 +208,24 @@ static int finalize_watched(void)
     return rc;
 }
 
-/* Connect to host:port (a numeric address) within 2 s; a socket or -1. */
-static int report_dial(const char *host, const char *port)
-{
-    struct addrinfo hints = { .ai_family = AF_UNSPEC,
-                              .ai_socktype = SOCK_STREAM,
-                              .ai_flags = AI_NUMERICHOST }, *res, *ai;
-    int fd = -1;
-
-    if (getaddrinfo(host, port, &hints, &res) != 0)
-        return -1;
-    for (ai = res; ai != NULL && fd < 0; ai = ai->ai_next) {
-        struct pollfd p;
-        int err = 0;
-        socklen_t len = sizeof(err);
-
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
-                                   SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            continue;
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-            break;
-        p = (struct pollfd){ .fd = fd, .events = POLLOUT };
-        if (errno != EINPROGRESS || poll(&p, 1, 2000) != 1 ||
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 ||
-            err != 0) {
-            close(fd);
-            fd = -1;
-        }
-    }
-    freeaddrinfo(res);
-    return fd;
-}
-
 /* The lowest live process tells ftwrun (FTW_REPORT_TO, set by
  * ftw-supervise: "addr[,addr...]:port") which ranks the job lost, one
  * "failed <rank>" record per connection, so that ftwrun need not wait
  * for a launcher that waits for a lost host. */
 static void report_failed(int me)
 {
-    const char *spec = getenv("FTW_REPORT_TO"), *colon;
+    const char *spec = getenv("FTW_REPORT_TO");
     int n = ftw_detect_world_size();
-    char hosts[1024];
 
-    if (spec == NULL || me != lowest_live() ||
-        (colon = strrchr(spec, ':')) == NULL ||
-        (size_t)(colon - spec) >= sizeof(hosts))
+    if (spec == NULL || me != lowest_live())
         return;
     for (int r = 0; r < n; r++) {
-        char line[32], *save = NULL, *h;
+        char line[32];
 
         if (!ftw_detect_is_failed(r))
             continue;
         snprintf(line, sizeof(line), "failed %d lost\n", r);
-        memcpy(hosts, spec, (size_t)(colon - spec));
-        hosts[colon - spec] = '\0';
-        for (h = strtok_r(hosts, ",", &save); h != NULL;
-             h = strtok_r(NULL, ",", &save)) {
-            int fd = report_dial(h, colon + 1);
-            ssize_t w;
-
-            if (fd < 0)
-                continue;
-            w = write(fd, line, strlen(line));
-            close(fd);
-            if (w == (ssize_t)strlen(line))
-                break;
-        }
+        ftw_record_send(spec, line);
     }
 }
 

@@ -78,6 +78,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "util/record.h"
+
 static volatile sig_atomic_t child_pid;
 
 /* Signals passed on to the child.  SIGKILL and SIGSTOP cannot be caught;
@@ -173,16 +175,8 @@ static void write_file(const char *dir, const char *name, const char *line)
         fprintf(stderr, "ftw-supervise: %s: %s\n", tmp, strerror(errno));
         return;
     }
-    size_t len = strlen(line), off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, line + off, len - off);
+    size_t len = strlen(line), off = ftw_write_all(fd, line, len);
 
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
     if (close(fd) != 0 || off != len || rename(tmp, path) != 0) {
         fprintf(stderr, "ftw-supervise: cannot write %s: %s\n", path,
                 strerror(errno));
@@ -192,72 +186,11 @@ static void write_file(const char *dir, const char *name, const char *line)
 
 /* ---- records over TCP ---------------------------------------------------- */
 
-/* Connect to host:port within timeout_ms; a socket or -1. */
-static int dial(const char *host, const char *port, int timeout_ms)
-{
-    struct addrinfo hints = { .ai_family = AF_UNSPEC,
-                              .ai_socktype = SOCK_STREAM }, *res, *ai;
-    int fd = -1;
-
-    if (getaddrinfo(host, port, &hints, &res) != 0)
-        return -1;
-    for (ai = res; ai != NULL && fd < 0; ai = ai->ai_next) {
-        struct pollfd p;
-        int err = 0;
-        socklen_t len = sizeof(err);
-
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
-                                   SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            continue;
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-            p = (struct pollfd){ .fd = fd, .events = POLLOUT };
-            if (errno != EINPROGRESS || poll(&p, 1, timeout_ms) != 1 ||
-                getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 ||
-                err != 0) {
-                close(fd);
-                fd = -1;
-                continue;
-            }
-        }
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    }
-    freeaddrinfo(res);
-    return fd;
-}
-
-/* Send one record line to the first address of spec
- * ("a1,a2,...:port") that answers. */
+/* Send one record line to spec, or say why not. */
 static int send_record(const char *spec, const char *line)
 {
-    const char *colon = strrchr(spec, ':');
-    char hosts[1024], *save = NULL, *h;
-    size_t len = strlen(line);
-
-    if (colon == NULL || (size_t)(colon - spec) >= sizeof(hosts))
-        return -1;
-    memcpy(hosts, spec, (size_t)(colon - spec));
-    hosts[colon - spec] = '\0';
-    for (h = strtok_r(hosts, ",", &save); h != NULL;
-         h = strtok_r(NULL, ",", &save)) {
-        int fd = dial(h, colon + 1, 2000);
-        size_t off = 0;
-
-        if (fd < 0)
-            continue;
-        while (off < len) {
-            ssize_t w = write(fd, line + off, len - off);
-
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0)
-                break;
-            off += (size_t)w;
-        }
-        close(fd);
-        if (off == len)
-            return 0;
-    }
+    if (ftw_record_send(spec, line) == 0)
+        return 0;
     fprintf(stderr, "ftw-supervise: cannot reach ftwrun at %s\n", spec);
     return -1;
 }
