@@ -69,6 +69,11 @@ void ftw_det_declare(int rank, const char *why)
     if (rank == ftw_det.rank || ftw_det.state[rank] != FTW_PEER_LIVE)
         return;
     ftw_det.state[rank] = FTW_PEER_FAILED;
+    /* Only a pidfd or a robust futex, on this host, proves an exit. */
+    ftw_det.suspect[rank] =
+        ftw_det.mode == FTW_DETECT_HEARTBEAT ||
+        ftw_det.peers[rank].host != ftw_det.peers[ftw_det.rank].host;
+    ftw_det_side_update();
     ftw_det_publish(rank, why);
     ftw_det_pidfd_drop(rank);
     if (ftw_det.sock >= 0 && ftw_det.use_hb) {
@@ -84,6 +89,7 @@ void ftw_det_depart(int rank)
         return;
     ftw_debug("rank %d is finalizing; no longer watched", rank);
     ftw_det.state[rank] = FTW_PEER_DEPARTED;
+    ftw_det_side_update();
     ftw_det_pidfd_drop(rank);
     if (ftw_det.use_hb)
         ftw_det_hb_ring_update(ftw_det_now());
@@ -108,12 +114,14 @@ static void det_free_private(void)
     free(ftw_det.state);
     free(ftw_det.pidfds);
     free(ftw_det.heard);
+    free(ftw_det.suspect);
     free(ftw_det.dest);
     free((void *)ftw_det.early);
     ftw_det.early = NULL;
     ftw_det.state = NULL;
     ftw_det.pidfds = NULL;
     ftw_det.heard = NULL;
+    ftw_det.suspect = NULL;
     ftw_det.dest = NULL;
 }
 
@@ -139,10 +147,12 @@ static ftw_status_t det_alloc(int size)
     ftw_det.state = calloc((size_t)size, sizeof(*ftw_det.state));
     ftw_det.pidfds = malloc((size_t)size * sizeof(*ftw_det.pidfds));
     ftw_det.heard = calloc((size_t)size, sizeof(*ftw_det.heard));
+    ftw_det.suspect = calloc((size_t)size, sizeof(*ftw_det.suspect));
     ftw_det.dest = calloc((size_t)size, sizeof(*ftw_det.dest));
     ftw_det.early = calloc((size_t)size, sizeof(*ftw_det.early));
     if (!ftw_det.peers || !ftw_det.failed || !ftw_det.log ||
         !ftw_det.state || !ftw_det.pidfds || !ftw_det.heard ||
+        !ftw_det.suspect ||
         !ftw_det.dest || !ftw_det.early) {
         ftw_error("out of memory for %d ranks", size);
         det_free_all();

@@ -70,6 +70,12 @@ typedef struct {
     uint8_t *state;                 /* [size] ftw_peer_state_t */
     int *pidfds;                    /* [size], -1 when not watched */
     double *heard;                  /* [size] last datagram, monotonic s */
+    uint8_t *suspect;               /* [size] declared failed with no proof
+                                     * of its exit (heartbeats, notices):
+                                     * it may live on across a partition */
+    int side;                       /* lowest rank held live, this one
+                                     * included: the side of a partition */
+    int suspect_next;               /* round-robin cursor of the pings */
     struct sockaddr_in *dest;       /* [size] where to send to each rank */
     int pred;                       /* ring predecessor watched, or -1 */
     double next_hb;                 /* when to send the next heartbeat */
@@ -114,6 +120,7 @@ void ftw_det_hb_reset_pred(double now);
 void ftw_det_hb_ring_update(double now);
 void ftw_det_notice_flood(int failed_rank);
 void ftw_det_bye_send(void);
+void ftw_det_side_update(void);
 double ftw_det_hb_deadline(void);
 
 /* robust.c */

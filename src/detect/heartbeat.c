@@ -9,7 +9,18 @@
  *         to f itself by whoever learns f's failure first hand or for the
  *         first time from a notice, so notices flood past lost datagrams.
  *         A process named in a notice was declared failed while alive
- *         (stopped, starved) and exits with status 75.
+ *         (stopped, starved, cut off) and exits with status 75.
+ *         Suspects (declared failed without proof of their exit: on
+ *         another host, or under FTW_DETECT=heartbeat) are told again, a
+ *         few per heartbeat period, for as long as this process runs: a
+ *         partitioned host hears it when its link heals.
+ *
+ * Every datagram carries the sender's side: the lowest rank it holds live,
+ * itself included.  Datagrams from a process this one holds failed are
+ * ignored, but for heartbeats (answered with a notice) and a notice naming
+ * this process: across a healed partition both sides hold the other
+ * failed, and the side of the lower lowest rank (the one holding rank 0,
+ * if it lives) goes on; the other exits with status 75.
  *   BYE   sent by ftw_detect_quiesce: this process is finalizing; its
  *         exit is no failure.  Sent in every mode (pidfd peers use it too).
  *   BELL  "a revoke notice waits for you on a control communicator"
@@ -32,6 +43,8 @@
 /* Exit status of a process that learns it was declared failed. */
 #define FTW_DET_EXIT_DECLARED 75
 #define FTW_DET_RCVBUF (1 << 20)
+/* Suspects told again per heartbeat period. */
+#define FTW_DET_SUSPECT_PINGS 4
 
 enum { MSG_HB = 1, MSG_FAIL = 2, MSG_BYE = 3, MSG_ABORT = 4, MSG_BELL = 5 };
 
@@ -40,7 +53,7 @@ typedef struct {
     uint32_t type;
     int32_t sender;
     int32_t failed;         /* MSG_FAIL; MSG_ABORT: the exit status */
-    uint32_t pad;
+    int32_t side;           /* lowest rank the sender holds live */
 } ftw_det_msg_t;
 
 /* Bound to every address on an ephemeral port: peers on this host send to
@@ -85,21 +98,58 @@ void ftw_det_sock_dests(void)
     }
 }
 
-static void msg_send(int to, uint32_t type, int failed)
+/* The lowest rank this process holds live, itself included; after each
+ * change of a peer's state. */
+void ftw_det_side_update(void)
+{
+    int r = 0;
+
+    while (r < ftw_det.rank && ftw_det.state[r] != FTW_PEER_LIVE)
+        r++;
+    ftw_det.side = r;
+}
+
+/* One datagram; quiet: no warning when it cannot leave (a suspect's host
+ * may be gone). */
+static int msg_send_to(int to, uint32_t type, int failed)
 {
     ftw_det_msg_t m = {
         .cookie = htobe64(ftw_det.cookie),
         .type = htonl(type),
         .sender = (int32_t)htonl((uint32_t)ftw_det.rank),
         .failed = (int32_t)htonl((uint32_t)failed),
+        .side = (int32_t)htonl((uint32_t)ftw_det.side),
     };
 
     if (to == ftw_det.rank || ftw_det.dest[to].sin_port == 0)
-        return;
-    if (sendto(ftw_det.sock, &m, sizeof(m), MSG_DONTWAIT,
-               (struct sockaddr *)&ftw_det.dest[to],
-               sizeof(ftw_det.dest[to])) < 0)
-        ftw_warn_sparse("sendto rank %d: %m", to);
+        return 0;
+    return sendto(ftw_det.sock, &m, sizeof(m), MSG_DONTWAIT,
+                  (struct sockaddr *)&ftw_det.dest[to],
+                  sizeof(ftw_det.dest[to])) < 0 ? -errno : 0;
+}
+
+static void msg_send(int to, uint32_t type, int failed)
+{
+    int rc = msg_send_to(to, type, failed);
+
+    if (rc < 0)
+        ftw_warn_sparse("sendto rank %d: %s", to, strerror(-rc));
+}
+
+/* Tell a few suspects again that they were declared failed. */
+static void suspects_ping(void)
+{
+    int n = ftw_det.size, sent = 0;
+
+    for (int i = 0; i < n && sent < FTW_DET_SUSPECT_PINGS; i++) {
+        int r = (ftw_det.suspect_next + i) % n;
+
+        if (ftw_det.state[r] != FTW_PEER_FAILED || !ftw_det.suspect[r])
+            continue;
+        (void)msg_send_to(r, MSG_FAIL, r);
+        ftw_det.suspect_next = (r + 1) % n;
+        sent++;
+    }
 }
 
 /* The next (dir = +1) or previous (dir = -1) live rank on the ring. */
@@ -123,6 +173,7 @@ void ftw_det_hb_send(void)
     succ = ring_next(+1);
     if (succ >= 0)
         msg_send(succ, MSG_HB, 0);
+    suspects_ping();
     ftw_det.next_hb = ftw_det_now() + ftw_cfg.hb_period;
 }
 
@@ -207,21 +258,46 @@ static FTW_NORETURN void declared_exit(int by)
     _exit(FTW_DET_EXIT_DECLARED);
 }
 
+/* A process this one holds failed names this one failed (a healed
+ * partition): whether this side gives way. */
+static int side_yields(int sender, int side)
+{
+    return side < ftw_det.side ||
+           (side == ftw_det.side && sender < ftw_det.rank);
+}
+
+/* A datagram from a process held failed: heartbeats get a notice back,
+ * a notice naming this process is weighed; the rest is ignored. */
+static void msg_from_failed(int sender, uint32_t type, int failed, int side)
+{
+    if (type == MSG_HB ||
+        (type == MSG_FAIL && failed == ftw_det.rank &&
+         !side_yields(sender, side))) {
+        msg_send(sender, MSG_FAIL, sender);
+        return;
+    }
+    if (type == MSG_FAIL && failed == ftw_det.rank)
+        declared_exit(sender);
+}
+
 static void msg_handle(const ftw_det_msg_t *m)
 {
     int sender = (int32_t)ntohl((uint32_t)m->sender);
     int failed = (int32_t)ntohl((uint32_t)m->failed);
+    int side = (int32_t)ntohl((uint32_t)m->side);
+    uint32_t type = ntohl(m->type);
     char why[48];
 
     if (be64toh(m->cookie) != ftw_det.cookie || sender < 0 ||
         sender >= ftw_det.size || sender == ftw_det.rank)
         return;
     ftw_det.heard[sender] = ftw_det_now();
-    switch (ntohl(m->type)) {
+    if (ftw_det.state[sender] == FTW_PEER_FAILED) {
+        msg_from_failed(sender, type, failed, side);
+        return;
+    }
+    switch (type) {
     case MSG_HB:
-        /* Declared failed but still beating: it missed the notices. */
-        if (ftw_det.state[sender] == FTW_PEER_FAILED)
-            msg_send(sender, MSG_FAIL, sender);
         break;
     case MSG_FAIL:
         if (failed == ftw_det.rank)
