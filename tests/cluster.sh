@@ -12,7 +12,14 @@
 #          ranks 0 and 1 "exit:0", ranks 2 and 3 "node-lost";
 #   kill   rank 3 alone is SIGKILLed on h2: ranks 0-2 finish with the sum
 #          over themselves, the report says "3 signal:KILL" (Open MPI under
-#          srun: TODO, Slurm's PMIx plugin ends the step);
+#          srun: Slurm's PMIx plugin would end the step when the rank's
+#          PMIx connection closes unfinalized; ftw-supervise --hold-pmix
+#          keeps it open until every rank is accounted for);
+#   partition  h2 loses its link for 4 s, its processes alive: each side
+#          holds the other failed; when the link heals, h2's ranks learn
+#          that the side holding rank 0 went on without them and exit with
+#          status 75, printing nothing; ranks 0 and 1 finish with the sum
+#          over themselves;
 #
 # and after each, nothing of the job is left on the hosts still up (no
 # process of it, no /dev/shm file).  The lab is torn down at the end and
@@ -23,6 +30,8 @@ top=$(pwd)
 lab=$top/scripts/cluster-lab
 out=$top/build/cluster-lab
 mpis=${MPIS:-openmpi mpich}
+faults=${CLUSTER_FAULTS:-crash kill partition}   # a subset, by hand
+launchers=${CLUSTER_LAUNCHERS:-mpirun mpiexec srun}
 n=0 failed=0
 todo=""
 ok() { # STATUS MESSAGE
@@ -58,44 +67,17 @@ if [ $st -ne 0 ] || ! grep -q "Slurm up" "$out/up.log"; then
     exit 1
 fi
 agent=$("$lab" agent-path)
+. "$top/tests/cluster/job.sh"
 
-combos=()
-for m in $mpis; do
-    case $m in
-    openmpi) combos+=("openmpi mpirun" "openmpi srun") ;;
-    mpich) combos+=("mpich mpiexec" "mpich srun") ;;
-    esac
-done
-echo "1..$((${#combos[@]} * 2 * 4 + 1))"
+mapfile -t combos < <(cluster_combos "$mpis" "$launchers")
+nfaults=$(echo $faults | wc -w)
+echo "1..$((${#combos[@]} * nfaults * 4 + 1))"
 
 for m in $mpis; do
     "mpicc.$m" -O2 -I"$top/include" "$top/tests/cluster/survive.c" \
         -o "$out/survive-$m" -L"$top/build/$m" -lftwrap \
         -Wl,-rpath,"$top/build/$m" || exit 1
 done
-
-# The job's command line for MPI $1 under launcher $2.
-job() { # MPI LAUNCHER REPORT
-    local m=$1 l=$2 rep=$3
-    local cmd=("$top/scripts/ftwrun" --mpi "$m" --launcher "$l" -np 4
-               --report "$rep")
-    case $l in
-    mpirun)
-        cmd+=(--host h1:2,h2:2 --mca plm_rsh_agent "$agent"
-              --mca btl self,vader,tcp --mca btl_tcp_if_include eth0
-              --mca oob_tcp_if_include eth0) ;;
-    mpiexec)
-        cmd+=(-hosts h1:2,h2:2 -launcher ssh -launcher-exec "$agent") ;;
-    srun)
-        cmd+=(-N2 --ntasks-per-node=2 -w h1,h2) ;;
-    esac
-    cmd+=(-- "$out/survive-$m" 300)
-    if [ "$m" = openmpi ] && [ "$l" = srun ]; then
-        cmd=(env OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=eth0
-             "${cmd[@]}")
-    fi
-    printf '%q ' "${cmd[@]}"
-}
 
 # Processes of the job, and /dev/shm files, left on host $1.
 leftovers() { # HOST
@@ -107,15 +89,11 @@ leftovers() { # HOST
 for c in "${combos[@]}"; do
     set -- $c
     m=$1 l=$2
-    for fault in crash kill; do
+    for fault in $faults; do
         todo=""
-        # Slurm 22.05's PMIx plugin kills the whole step on any error event
-        # from its PMIx server (pmixp_client_v2.c, _errhandler), and a rank
-        # that ends without finalizing raises one; Open MPI 4.1 has no PMI2
-        # client to avoid it.  Under Slurm, run Open MPI jobs that must
-        # outlive a single process through mpirun (--launcher mpirun).
-        [ "$m/$l/$fault" = openmpi/srun/kill ] &&
-            todo="Slurm's PMIx plugin ends the step when one process dies"
+        # Long enough that h2's side still computes when the link heals.
+        steps=300
+        [ $fault = partition ] && steps=1500
         rep=$out/report.$m.$l.$fault
         log=$out/job.$m.$l.$fault
         rm -f "$rep"
@@ -124,6 +102,10 @@ for c in "${combos[@]}"; do
             sleep 3
             if [ $fault = crash ]; then
                 "$lab" crash h2
+            elif [ $fault = partition ]; then
+                "$lab" partition h2
+                sleep 4
+                "$lab" heal h2
             else
                 # The rank's process, not its supervisor (which records
                 # how the rank ended).
@@ -133,13 +115,16 @@ for c in "${combos[@]}"; do
             fi
         ) >"$log.fault" 2>&1 &
         fpid=$!
-        timeout 90 "$lab" exec h1 bash -c "$(job "$m" "$l" "$rep")" \
+        timeout 90 "$lab" exec h1 bash -c "$(cluster_job "$m" "$l" "$rep" "$out/survive-$m" $steps)" \
             >"$log" 2>&1
         rc=$?
         wait "$fpid"
         dt=$((SECONDS - t0))
         if [ $fault = crash ]; then
             want=$(printf '0 exit:0\n1 exit:0\n2 node-lost\n3 node-lost')
+            sums=$(printf 'rank 0: ok 3 2\nrank 1: ok 3 2')
+        elif [ $fault = partition ]; then
+            want=$(printf '0 exit:0\n1 exit:0\n2 exit:75\n3 exit:75')
             sums=$(printf 'rank 0: ok 3 2\nrank 1: ok 3 2')
         else
             want=$(printf '0 exit:0\n1 exit:0\n2 exit:0\n3 signal:KILL')
@@ -154,7 +139,7 @@ for c in "${combos[@]}"; do
         ok $? "$m $l $fault: survivors' sums exact ($(echo $got))"
         [ $? -eq 0 ] || diag <"$log"
         left=""
-        for h in h1 h3 $([ $fault = kill ] && echo h2); do
+        for h in h1 h3 $([ $fault != crash ] && echo h2); do
             x=$(leftovers $h)
             [ -n "$x" ] && left="$left $h: $(echo $x)"
         done

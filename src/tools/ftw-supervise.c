@@ -59,6 +59,18 @@
  * supervisor was given, in its environment) to DIR/failed.<rank>; on
  * SIGTERM it takes what is still queued and exits.
  *
+ * --hold-pmix (ftwrun gives it under srun --mpi=pmix): Slurm's PMIx plugin
+ * ends the whole step on any error event of its PMIx server, and a client
+ * whose connection closes before it finalized raises one.  While the rank
+ * runs, the supervisor takes a copy (pidfd_getfd) of each connection the
+ * rank opens to a server on this host (a connected Unix-domain stream
+ * socket, or TCP to 127.0.0.1 as PMIx uses); if the rank then ends other
+ * than with exit 0, a holder process (the supervisor's child) keeps those
+ * copies open, reading and dropping what arrives, until the server's end
+ * closes (the step is over) or the holder is killed with the step, so the
+ * server never sees a client vanish while the survivors run.  The
+ * supervisor itself exits as usual: the launcher sees the rank end.
+ *
  * No MPI in here: it must work unchanged under every launcher.
  */
 #define _GNU_SOURCE
@@ -74,8 +86,10 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "util/record.h"
@@ -102,11 +116,185 @@ static void forward(int sig)
     errno = saved;
 }
 
+/* ---- --hold-pmix ------------------------------------------------------ */
+
+#define HOLD_MAX 16
+
+static struct {
+    int pidfd;
+    int n;
+    int fds[HOLD_MAX];          /* our copies */
+    unsigned long ino[HOLD_MAX];
+} hold = { .pidfd = -1 };
+
+/* Whether socket inode ino is a connection to a server on this host: a
+ * connected Unix-domain stream socket (/proc/net/unix: Type 0001, St 03)
+ * or an established TCP connection to 127.0.0.1 (/proc/net/tcp: St 01;
+ * PMIx clients reach their server this way). */
+static int local_connection(unsigned long ino)
+{
+    FILE *f = fopen("/proc/net/unix", "r");
+    char l[512];
+    int found = 0;
+
+    if (f == NULL)
+        return 0;
+    while (!found && fgets(l, sizeof(l), f)) {
+        unsigned long type, st, i;
+
+        if (sscanf(l, "%*s %*s %*s %*s %lx %lx %lu", &type, &st, &i) == 3 &&
+            i == ino)
+            found = type == 1 && st == 3 ? 1 : -1;
+    }
+    fclose(f);
+    if (found || (f = fopen("/proc/net/tcp", "r")) == NULL)
+        return found > 0;
+    while (!found && fgets(l, sizeof(l), f)) {
+        char rem[64];
+        unsigned long st, i;
+
+        if (sscanf(l, "%*s %*s %63s %lx %*s %*s %*s %*s %*s %lu", rem, &st,
+                   &i) == 3 && i == ino)
+            found = st == 1 && strncmp(rem, "0100007F:", 9) == 0 ? 1 : -1;
+    }
+    fclose(f);
+    return found > 0;
+}
+
+/* Copy the rank's connections to local servers not held yet. */
+static void hold_scan(pid_t pid)
+{
+    char path[64], link[64];
+    struct dirent *e;
+    DIR *d;
+
+    if (hold.pidfd < 0 || hold.n == HOLD_MAX)
+        return;
+    snprintf(path, sizeof(path), "/proc/%ld/fd", (long)pid);
+    d = opendir(path);
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL && hold.n < HOLD_MAX) {
+        char fdpath[352];
+        unsigned long ino;
+        ssize_t len;
+        int k, fd;
+
+        snprintf(fdpath, sizeof(fdpath), "%s/%s", path, e->d_name);
+        len = readlink(fdpath, link, sizeof(link) - 1);
+        if (len <= 0)
+            continue;
+        link[len] = '\0';
+        if (sscanf(link, "socket:[%lu]", &ino) != 1)
+            continue;
+        for (k = 0; k < hold.n && hold.ino[k] != ino; k++)
+            ;
+        if (k < hold.n || !local_connection(ino))
+            continue;
+        fd = (int)syscall(SYS_pidfd_getfd, hold.pidfd, atoi(e->d_name), 0);
+        if (fd < 0)
+            continue;
+        hold.fds[hold.n] = fd;
+        hold.ino[hold.n++] = ino;
+    }
+    closedir(d);
+}
+
+/* Wait for the child, copying its sockets every 100 ms meanwhile. */
+static pid_t hold_wait(pid_t pid, int *status)
+{
+    for (;;) {
+        struct pollfd p = { .fd = hold.pidfd, .events = POLLIN };
+        pid_t r;
+
+        if (poll(&p, 1, 100) == 0) {
+            hold_scan(pid);
+            continue;
+        }
+        r = waitpid(pid, status, WNOHANG);
+        if (r != 0)
+            return r;
+    }
+}
+
+static const char *rank_of_env(void);
+
+/* A connection to ftwrun's collector saying "hold <rank>", which the
+ * collector closes once every rank of the job is accounted for; -1 if no
+ * address answers. */
+static int hold_dial(const char *spec)
+{
+    const char *colon = spec != NULL ? strrchr(spec, ':') : NULL;
+    char hosts[1024], line[64], *save = NULL, *h;
+    const char *rank = rank_of_env();
+    int fd = -1;
+
+    if (colon == NULL || (size_t)(colon - spec) >= sizeof(hosts))
+        return -1;
+    memcpy(hosts, spec, (size_t)(colon - spec));
+    hosts[colon - spec] = '\0';
+    snprintf(line, sizeof(line), "hold %s\n", rank ? rank : "-1");
+    for (h = strtok_r(hosts, ",", &save); h != NULL && fd < 0;
+         h = strtok_r(NULL, ",", &save)) {
+        fd = ftw_dial(h, colon + 1, 2000);
+        if (fd >= 0 && ftw_write_all(fd, line, strlen(line)) != strlen(line)) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    return fd;
+}
+
+/* The rank is gone: a holder keeps the copies open until ftwrun's
+ * collector releases it (every rank of the job accounted for, so ending
+ * the step can harm none) or the other ends close; the supervisor drops
+ * its own copies.  Without a collector to release it, nothing is held:
+ * the step could not end. */
+static void hold_after(const char *report_to)
+{
+    struct pollfd p[HOLD_MAX + 1];
+    char scratch[4096];
+    int open = hold.n, n = hold.n, cfd;
+
+    if (hold.n == 0)
+        return;
+    if (fork() != 0) {
+        for (int k = 0; k < hold.n; k++)
+            close(hold.fds[k]);
+        return;
+    }
+    signal(SIGTERM, SIG_DFL);
+    cfd = hold_dial(report_to);
+    if (cfd < 0)
+        _exit(0);
+    for (int k = 0; k < hold.n; k++)
+        p[k] = (struct pollfd){ .fd = hold.fds[k], .events = POLLIN };
+    p[n++] = (struct pollfd){ .fd = cfd, .events = POLLIN };
+    while (open > 0) {
+        if (poll(p, (nfds_t)n, -1) < 0 && errno != EINTR)
+            break;
+        for (int k = 0; k < n; k++) {
+            if (p[k].fd < 0 || p[k].revents == 0)
+                continue;
+            if ((p[k].revents & (POLLHUP | POLLERR)) ||
+                read(p[k].fd, scratch, sizeof(scratch)) <= 0) {
+                if (p[k].fd == cfd)
+                    _exit(0);
+                close(p[k].fd);
+                p[k].fd = -1;
+                open--;
+            }
+        }
+    }
+    _exit(0);
+}
+
 static void usage(void)
 {
     fprintf(stderr,
             "usage: ftw-supervise [--status-dir DIR] [--preload LIB] "
             "[--save-env VAR]... [--report-to ADDR[,ADDR...]:PORT] "
+            "[--hold-pmix] "
             "-- app [args...]\n"
             "       ftw-supervise --collect DIR\n");
     exit(2);
@@ -237,12 +425,18 @@ static void send_start(const sink_t *sk)
 
 /* ---- the collector --------------------------------------------------------- */
 
-static volatile sig_atomic_t collect_stop;
+static volatile sig_atomic_t collect_stop, collect_release;
 
 static void on_stop(int sig)
 {
     (void)sig;
     collect_stop = 1;
+}
+
+static void on_release(int sig)
+{
+    (void)sig;
+    collect_release = 1;
 }
 
 /* A record line from a remote supervisor: write the file it stands for.
@@ -283,6 +477,7 @@ static int collect(const char *dir)
     struct pollfd pf[COLLECT_MAX + 1];
     char buf[COLLECT_MAX][256];
     size_t fill[COLLECT_MAX];
+    int held[COLLECT_MAX];
     socklen_t alen;
     int lfd, n = 0, off = 0, port, idle = 0;
     struct sigaction sa;
@@ -291,6 +486,8 @@ static int collect(const char *dir)
     sa.sa_handler = on_stop;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = on_release;
+    sigaction(SIGUSR1, &sa, NULL);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     /* Both families on one socket where IPv6 exists, else IPv4. */
     lfd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -330,22 +527,41 @@ static int collect(const char *dir)
         if (got < 0 && errno != EINTR)
             break;
         idle = got > 0 ? 0 : idle + (collect_stop ? 1 : 0);
+        for (int i = n; i >= 1 && collect_release; i--)
+            if (held[i - 1]) {
+                close(pf[i].fd);
+                pf[i] = pf[n];
+                memcpy(buf[i - 1], buf[n - 1], sizeof(buf[0]));
+                fill[i - 1] = fill[n - 1];
+                held[i - 1] = held[n - 1];
+                n--;
+            }
         if (got <= 0)
             continue;
         for (int i = n; i >= 1; i--) {
-            ssize_t r;
+            ssize_t r = 0;
             char *nl;
 
             if (!pf[i].revents)
                 continue;
-            r = read(pf[i].fd, buf[i - 1] + fill[i - 1],
-                     sizeof(buf[0]) - 1 - fill[i - 1]);
+            if (held[i - 1])
+                r = read(pf[i].fd, buf[i - 1], sizeof(buf[0]));
+            else
+                r = read(pf[i].fd, buf[i - 1] + fill[i - 1],
+                         sizeof(buf[0]) - 1 - fill[i - 1]);
+            if (r > 0 && held[i - 1])
+                continue;           /* nothing more is expected */
             if (r > 0) {
                 fill[i - 1] += (size_t)r;
                 buf[i - 1][fill[i - 1]] = '\0';
                 if ((nl = strchr(buf[i - 1], '\n')) == NULL &&
                     fill[i - 1] < sizeof(buf[0]) - 1)
                     continue;
+                /* A holder's connection stays open until the release. */
+                if (strncmp(buf[i - 1], "hold ", 5) == 0 && !collect_release) {
+                    held[i - 1] = 1;
+                    continue;
+                }
                 collect_line(dir, buf[i - 1]);
             }
             /* One record per connection: done with it. */
@@ -353,6 +569,7 @@ static int collect(const char *dir)
             pf[i] = pf[n];
             memcpy(buf[i - 1], buf[n - 1], sizeof(buf[0]));
             fill[i - 1] = fill[n - 1];
+            held[i - 1] = held[n - 1];
             n--;
         }
         if ((pf[0].revents & POLLIN) && n < COLLECT_MAX) {
@@ -362,6 +579,7 @@ static int collect(const char *dir)
                 n++;
                 pf[n] = (struct pollfd){ .fd = fd, .events = POLLIN };
                 fill[n - 1] = 0;
+                held[n - 1] = 0;
             }
         }
     }
@@ -441,7 +659,7 @@ int main(int argc, char **argv)
     struct sigaction sa;
     sigset_t block, oldmask;
     pid_t pid, parent;
-    int i, status, code;
+    int i, status, code, hold_pmix = 0;
     char line[64], buf[32];
 
     for (i = 1; i < argc; i++) {
@@ -458,6 +676,8 @@ int main(int argc, char **argv)
             preload = argv[i] + 10;
         } else if (strcmp(argv[i], "--report-to") == 0 && i + 1 < argc) {
             report_to = argv[++i];
+        } else if (strcmp(argv[i], "--hold-pmix") == 0) {
+            hold_pmix = 1;
         } else if (strcmp(argv[i], "--collect") == 0 && i + 1 < argc) {
             return collect(argv[i + 1]);
         } else if (strcmp(argv[i], "--save-env") == 0 && i + 1 < argc) {
@@ -523,8 +743,11 @@ int main(int argc, char **argv)
         write_file(status_dir, name, line);
     }
 
+    if (hold_pmix)
+        hold.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     for (;;) {
-        pid_t r = waitpid(pid, &status, 0);
+        pid_t r = hold.pidfd >= 0 ? hold_wait(pid, &status)
+                                  : waitpid(pid, &status, 0);
 
         if (r == pid)
             break;
@@ -546,5 +769,7 @@ int main(int argc, char **argv)
         snprintf(line, sizeof(line), "exit:%d\n", code);
     }
     write_status(&sink, line);
+    if (code != 0)
+        hold_after(report_to);
     return code;
 }
