@@ -518,6 +518,17 @@ static int collect(const char *dir)
     printf("%d\n", port);
     fflush(stdout);
 
+    /* Close connection i (pf[i], buf[i - 1]): the last takes its place. */
+#define DROP(i)                                                        \
+    do {                                                               \
+        close(pf[i].fd);                                               \
+        pf[i] = pf[n];                                                 \
+        memcpy(buf[(i) - 1], buf[n - 1], sizeof(buf[0]));              \
+        fill[(i) - 1] = fill[n - 1];                                   \
+        held[(i) - 1] = held[n - 1];                                   \
+        n--;                                                           \
+    } while (0)
+
     /* After SIGTERM: keep going until nothing arrived for 0.2 s. */
     while (!collect_stop || idle < 2) {
         int got;
@@ -528,14 +539,8 @@ static int collect(const char *dir)
             break;
         idle = got > 0 ? 0 : idle + (collect_stop ? 1 : 0);
         for (int i = n; i >= 1 && collect_release; i--)
-            if (held[i - 1]) {
-                close(pf[i].fd);
-                pf[i] = pf[n];
-                memcpy(buf[i - 1], buf[n - 1], sizeof(buf[0]));
-                fill[i - 1] = fill[n - 1];
-                held[i - 1] = held[n - 1];
-                n--;
-            }
+            if (held[i - 1])
+                DROP(i);
         if (got <= 0)
             continue;
         for (int i = n; i >= 1; i--) {
@@ -565,12 +570,7 @@ static int collect(const char *dir)
                 collect_line(dir, buf[i - 1]);
             }
             /* One record per connection: done with it. */
-            close(pf[i].fd);
-            pf[i] = pf[n];
-            memcpy(buf[i - 1], buf[n - 1], sizeof(buf[0]));
-            fill[i - 1] = fill[n - 1];
-            held[i - 1] = held[n - 1];
-            n--;
+            DROP(i);
         }
         if ((pf[0].revents & POLLIN) && n < COLLECT_MAX) {
             int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -583,6 +583,7 @@ static int collect(const char *dir)
             }
         }
     }
+#undef DROP
     return 0;
 }
 
