@@ -97,28 +97,40 @@ for c in "${combos[@]}"; do
         rep=$out/report.$m.$l.$fault
         log=$out/job.$m.$l.$fault
         rm -f "$rep"
-        t0=$SECONDS
-        (
-            sleep 3
-            if [ $fault = crash ]; then
-                "$lab" crash h2
-            elif [ $fault = partition ]; then
-                "$lab" partition h2
-                sleep 4
-                "$lab" heal h2
-            else
-                # The rank's process, not its supervisor (which records
-                # how the rank ended).
-                pid=$("$lab" exec h2 sh -c 'for p in $(pgrep -f "^'"$out"'/survive-"); do
-                    tr "\\0" "\\n" </proc/$p/environ | grep -qxE "(OMPI_COMM_WORLD_RANK|PMI_RANK|SLURM_PROCID)=3" && echo $p; done' | head -1)
-                "$lab" kill h2 "$pid"
-            fi
-        ) >"$log.fault" 2>&1 &
-        fpid=$!
-        timeout 90 "$lab" exec h1 bash -c "$(cluster_job "$m" "$l" "$rep" "$out/survive-$m" $steps)" \
-            >"$log" 2>&1
-        rc=$?
-        wait "$fpid"
+        # MPICH 4.0.2 over UCX's TCP transport leaves a survivor stuck now
+        # and then (about 1 job in 12 here, in the computation or its
+        # MPI_Finalize, with or without a fault on the other host): such a
+        # job is reported and run once more in a fresh lab.
+        for try in 1 2; do
+            rm -f "$rep"
+            t0=$SECONDS
+            (
+                sleep 3
+                if [ $fault = crash ]; then
+                    "$lab" crash h2
+                elif [ $fault = partition ]; then
+                    "$lab" partition h2
+                    sleep 4
+                    "$lab" heal h2
+                else
+                    # The rank's process, not its supervisor (which records
+                    # how the rank ended).
+                    pid=$("$lab" exec h2 sh -c 'for p in $(pgrep -f "^'"$out"'/survive-"); do
+                        tr "\\0" "\\n" </proc/$p/environ | grep -qxE "(OMPI_COMM_WORLD_RANK|PMI_RANK|SLURM_PROCID)=3" && echo $p; done' | head -1)
+                    "$lab" kill h2 "$pid"
+                fi
+            ) >"$log.fault" 2>&1 &
+            fpid=$!
+            timeout 90 "$lab" exec h1 bash -c "$(cluster_job "$m" "$l" "$rep" "$out/survive-$m" $steps)" \
+                >"$log" 2>&1
+            rc=$?
+            wait "$fpid"
+            [ $rc -eq 124 ] && [ "$m" = mpich ] && [ $try -eq 1 ] || break
+            echo "# $m $l $fault: the job hung (MPICH over UCX/TCP); once more in a fresh lab" >&2
+            diag <"$log"
+            "$lab" down >/dev/null 2>&1
+            "$lab" up 3 >"$out/up.log" 2>&1 || diag <"$out/up.log"
+        done
         dt=$((SECONDS - t0))
         if [ $fault = crash ]; then
             want=$(printf '0 exit:0\n1 exit:0\n2 node-lost\n3 node-lost')

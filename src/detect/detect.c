@@ -115,6 +115,7 @@ static void det_free_private(void)
     free(ftw_det.pidfds);
     free(ftw_det.heard);
     free(ftw_det.suspect);
+    free(ftw_det.probe_at);
     free(ftw_det.dest);
     free((void *)ftw_det.early);
     ftw_det.early = NULL;
@@ -122,6 +123,7 @@ static void det_free_private(void)
     ftw_det.pidfds = NULL;
     ftw_det.heard = NULL;
     ftw_det.suspect = NULL;
+    ftw_det.probe_at = NULL;
     ftw_det.dest = NULL;
 }
 
@@ -148,11 +150,12 @@ static ftw_status_t det_alloc(int size)
     ftw_det.pidfds = malloc((size_t)size * sizeof(*ftw_det.pidfds));
     ftw_det.heard = calloc((size_t)size, sizeof(*ftw_det.heard));
     ftw_det.suspect = calloc((size_t)size, sizeof(*ftw_det.suspect));
+    ftw_det.probe_at = calloc((size_t)size, sizeof(*ftw_det.probe_at));
     ftw_det.dest = calloc((size_t)size, sizeof(*ftw_det.dest));
     ftw_det.early = calloc((size_t)size, sizeof(*ftw_det.early));
     if (!ftw_det.peers || !ftw_det.failed || !ftw_det.log ||
         !ftw_det.state || !ftw_det.pidfds || !ftw_det.heard ||
-        !ftw_det.suspect ||
+        !ftw_det.suspect || !ftw_det.probe_at ||
         !ftw_det.dest || !ftw_det.early) {
         ftw_error("out of memory for %d ranks", size);
         det_free_all();

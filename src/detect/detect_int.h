@@ -76,6 +76,9 @@ typedef struct {
     int side;                       /* lowest rank held live, this one
                                      * included: the side of a partition */
     int suspect_next;               /* round-robin cursor of the pings */
+    double *probe_at;               /* [size] when a host probe was sent,
+                                     * 0: none pending */
+    int probes;                     /* pending host probes */
     struct sockaddr_in *dest;       /* [size] where to send to each rank */
     int pred;                       /* ring predecessor watched, or -1 */
     double next_hb;                 /* when to send the next heartbeat */

@@ -25,6 +25,12 @@
  *         exit is no failure.  Sent in every mode (pidfd peers use it too).
  *   BELL  "a revoke notice waits for you on a control communicator"
  *         (ft/revoke.c); the notice itself travels through the MPI.
+ *   PING  "answer with a heartbeat".  When a heartbeat timeout declares a
+ *         rank on another host, every other live rank of that host is
+ *         pinged and declared failed too unless a datagram from it comes
+ *         within the probe grace (3 heartbeat periods, at least 0.2 s):
+ *         a crashed host's ranks are found together, one timeout after
+ *         the crash, not one timeout per rank along the ring.
  */
 #define _GNU_SOURCE
 #include "detect/detect_int.h"
@@ -46,7 +52,8 @@
 /* Suspects told again per heartbeat period. */
 #define FTW_DET_SUSPECT_PINGS 4
 
-enum { MSG_HB = 1, MSG_FAIL = 2, MSG_BYE = 3, MSG_ABORT = 4, MSG_BELL = 5 };
+enum { MSG_HB = 1, MSG_FAIL = 2, MSG_BYE = 3, MSG_ABORT = 4, MSG_BELL = 5,
+       MSG_PING = 6 };
 
 typedef struct {
     uint64_t cookie;        /* big endian on the wire, as the ints */
@@ -196,6 +203,51 @@ void ftw_det_hb_reset_pred(double now)
         ftw_det.heard[ftw_det.pred] = now;
 }
 
+static double probe_grace(void)
+{
+    double g = 3 * ftw_cfg.hb_period;
+
+    return g < 0.2 ? 0.2 : g;
+}
+
+/* rank, on another host, missed its heartbeats: ping the other live ranks
+ * of its host. */
+static void host_probe(int rank, double now)
+{
+    uint64_t host = ftw_det.peers[rank].host;
+
+    if (host == ftw_det.peers[ftw_det.rank].host)
+        return;
+    for (int r = 0; r < ftw_det.size; r++) {
+        if (r == ftw_det.rank || ftw_det.state[r] != FTW_PEER_LIVE ||
+            ftw_det.peers[r].host != host || ftw_det.probe_at[r] > 0)
+            continue;
+        ftw_det.probe_at[r] = now;
+        ftw_det.probes++;
+        msg_send(r, MSG_PING, 0);
+        msg_send(r, MSG_PING, 0);
+    }
+}
+
+/* Pinged ranks that answered are cleared, silent ones past the grace
+ * declared failed. */
+static void host_probe_check(double now)
+{
+    for (int r = 0; r < ftw_det.size && ftw_det.probes > 0; r++) {
+        double at = ftw_det.probe_at[r];
+
+        if (at == 0)
+            continue;
+        if (ftw_det.heard[r] < at && now < at + probe_grace() &&
+            ftw_det.state[r] == FTW_PEER_LIVE)
+            continue;
+        ftw_det.probe_at[r] = 0;
+        ftw_det.probes--;
+        if (ftw_det.heard[r] < at)
+            ftw_det_declare(r, "silent after its host's heartbeat timeout");
+    }
+}
+
 double ftw_det_hb_deadline(void)
 {
     double d = ftw_det.next_hb;
@@ -203,6 +255,10 @@ double ftw_det_hb_deadline(void)
     if (ftw_det.pred >= 0 &&
         ftw_det.heard[ftw_det.pred] + ftw_cfg.hb_timeout < d)
         d = ftw_det.heard[ftw_det.pred] + ftw_cfg.hb_timeout;
+    for (int r = 0; r < ftw_det.size && ftw_det.probes > 0; r++)
+        if (ftw_det.probe_at[r] > 0 &&
+            ftw_det.probe_at[r] + probe_grace() < d)
+            d = ftw_det.probe_at[r] + probe_grace();
     return d;
 }
 
@@ -212,8 +268,12 @@ void ftw_det_hb_check(double now)
 
     if (now >= ftw_det.next_hb)
         ftw_det_hb_send();
-    if (pred >= 0 && now - ftw_det.heard[pred] > ftw_cfg.hb_timeout)
+    if (ftw_det.probes > 0)
+        host_probe_check(now);
+    if (pred >= 0 && now - ftw_det.heard[pred] > ftw_cfg.hb_timeout) {
         ftw_det_declare(pred, "heartbeat timeout");
+        host_probe(pred, now);
+    }
 }
 
 /* Tell every live process, and the failed one, that rank failed. */
@@ -298,6 +358,9 @@ static void msg_handle(const ftw_det_msg_t *m)
     }
     switch (type) {
     case MSG_HB:
+        break;
+    case MSG_PING:
+        msg_send(sender, MSG_HB, 0);
         break;
     case MSG_FAIL:
         if (failed == ftw_det.rank)
