@@ -212,9 +212,10 @@ static double probe_grace(void)
 
 /* rank, on another host, missed its heartbeats: ping the other live ranks
  * of its host. */
-static void host_probe(int rank, double now)
+static void host_probe(int rank)
 {
     uint64_t host = ftw_det.peers[rank].host;
+    double now = ftw_det_now();    /* after the ring update's heard[] */
 
     if (host == ftw_det.peers[ftw_det.rank].host)
         return;
@@ -238,12 +239,12 @@ static void host_probe_check(double now)
 
         if (at == 0)
             continue;
-        if (ftw_det.heard[r] < at && now < at + probe_grace() &&
+        if (ftw_det.heard[r] <= at && now < at + probe_grace() &&
             ftw_det.state[r] == FTW_PEER_LIVE)
             continue;
         ftw_det.probe_at[r] = 0;
         ftw_det.probes--;
-        if (ftw_det.heard[r] < at)
+        if (ftw_det.heard[r] <= at)
             ftw_det_declare(r, "silent after its host's heartbeat timeout");
     }
 }
@@ -272,7 +273,7 @@ void ftw_det_hb_check(double now)
         host_probe_check(now);
     if (pred >= 0 && now - ftw_det.heard[pred] > ftw_cfg.hb_timeout) {
         ftw_det_declare(pred, "heartbeat timeout");
-        host_probe(pred, now);
+        host_probe(pred);
     }
 }
 
