@@ -66,9 +66,12 @@
  * rank opens to a server on this host (a connected Unix-domain stream
  * socket, or TCP to 127.0.0.1 as PMIx uses); if the rank then ends other
  * than with exit 0, a holder process (the supervisor's child) keeps those
- * copies open, reading and dropping what arrives, until the server's end
- * closes (the step is over) or the holder is killed with the step, so the
- * server never sees a client vanish while the survivors run.  The
+ * copies open, reading and dropping what arrives, and sends "hold <rank>"
+ * to ftwrun's collector (--report-to); it lets go when the collector
+ * closes that connection (ftwrun, having every rank's fate, sends the
+ * collector SIGUSR1), when the server's ends close, or when it is killed
+ * with the step, so the server never sees a client vanish while the
+ * survivors run.  Without a collector to reach, nothing is held.  The
  * supervisor itself exits as usual: the launcher sees the rank end.
  *
  * No MPI in here: it must work unchanged under every launcher.
@@ -224,25 +227,11 @@ static const char *rank_of_env(void);
  * address answers. */
 static int hold_dial(const char *spec)
 {
-    const char *colon = spec != NULL ? strrchr(spec, ':') : NULL;
-    char hosts[1024], line[64], *save = NULL, *h;
     const char *rank = rank_of_env();
-    int fd = -1;
+    char line[64];
 
-    if (colon == NULL || (size_t)(colon - spec) >= sizeof(hosts))
-        return -1;
-    memcpy(hosts, spec, (size_t)(colon - spec));
-    hosts[colon - spec] = '\0';
     snprintf(line, sizeof(line), "hold %s\n", rank ? rank : "-1");
-    for (h = strtok_r(hosts, ",", &save); h != NULL && fd < 0;
-         h = strtok_r(NULL, ",", &save)) {
-        fd = ftw_dial(h, colon + 1, 2000);
-        if (fd >= 0 && ftw_write_all(fd, line, strlen(line)) != strlen(line)) {
-            close(fd);
-            fd = -1;
-        }
-    }
-    return fd;
+    return ftw_record_open(spec, line);
 }
 
 /* The rank is gone: a holder keeps the copies open until ftwrun's
@@ -544,7 +533,7 @@ static int collect(const char *dir)
         if (got <= 0)
             continue;
         for (int i = n; i >= 1; i--) {
-            ssize_t r = 0;
+            ssize_t r;
             char *nl;
 
             if (!pf[i].revents)

@@ -66,9 +66,9 @@ static inline int ftw_dial(const char *host, const char *port, int timeout_ms)
     return fd;
 }
 
-/* Send one record line (with its newline) to spec; 0 once one address
- * took it whole, -1 if none did. */
-static inline int ftw_record_send(const char *spec, const char *line)
+/* Send one record line (with its newline) to the first address of spec
+ * that takes it whole; that connection, still open, or -1 if none did. */
+static inline int ftw_record_open(const char *spec, const char *line)
 {
     const char *colon = spec != NULL ? strrchr(spec, ':') : NULL;
     char hosts[1024], *save = NULL, *h;
@@ -81,16 +81,26 @@ static inline int ftw_record_send(const char *spec, const char *line)
     for (h = strtok_r(hosts, ",", &save); h != NULL;
          h = strtok_r(NULL, ",", &save)) {
         int fd = ftw_dial(h, colon + 1, 2000);
-        size_t done;
 
         if (fd < 0)
             continue;
-        done = ftw_write_all(fd, line, len);
+        if (ftw_write_all(fd, line, len) == len)
+            return fd;
         close(fd);
-        if (done == len)
-            return 0;
     }
     return -1;
+}
+
+/* Send one record line to spec; 0 once one address took it whole, -1 if
+ * none did. */
+static inline int ftw_record_send(const char *spec, const char *line)
+{
+    int fd = ftw_record_open(spec, line);
+
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
 }
 
 #endif
