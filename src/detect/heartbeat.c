@@ -331,14 +331,12 @@ static int side_yields(int sender, int side)
  * a notice naming this process is weighed; the rest is ignored. */
 static void msg_from_failed(int sender, uint32_t type, int failed, int side)
 {
-    if (type == MSG_HB ||
-        (type == MSG_FAIL && failed == ftw_det.rank &&
-         !side_yields(sender, side))) {
-        msg_send(sender, MSG_FAIL, sender);
-        return;
-    }
-    if (type == MSG_FAIL && failed == ftw_det.rank)
+    int names_me = type == MSG_FAIL && failed == ftw_det.rank;
+
+    if (names_me && side_yields(sender, side))
         declared_exit(sender);
+    if (names_me || type == MSG_HB)
+        msg_send(sender, MSG_FAIL, sender);
 }
 
 static void msg_handle(const ftw_det_msg_t *m)
