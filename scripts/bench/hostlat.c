@@ -29,6 +29,9 @@
 
 #include "ftwrap.h"
 
+#define BENCH_NAME "hostlat"
+#include "bench.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -45,41 +48,14 @@
 #define KILL_DELAY 0.050
 #define GAP 0.300
 
-static int rank;
-
-__attribute__((format(printf, 1, 2), noreturn))
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    fprintf(stderr, "hostlat: rank %d: ", rank);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2);
-}
-
 static double now_real(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return bench_now(CLOCK_REALTIME);
 }
 
 static void sleep_until(double t)
 {
-    double left;
-
-    while ((left = t - now_real()) > 0) {
-        struct timespec ts = { .tv_sec = (time_t)left };
-
-        ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
-        nanosleep(&ts, NULL);
-    }
+    bench_sleep(t - now_real());
 }
 
 /* A receive from v that only v's failure ends: its return time. */

@@ -40,6 +40,9 @@
 
 #include "ftwrap.h"
 
+#define BENCH_NAME "killlat"
+#include "bench.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -55,36 +58,6 @@
 
 #define TAG_NEVER 1 /* never sent: every receive of the benchmark */
 
-static int rank;
-
-__attribute__((format(printf, 1, 2), noreturn))
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "killlat: rank %d: ", rank);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2);
-}
-
-static double now_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void sleep_sec(double s)
-{
-    struct timespec ts = { .tv_sec = (time_t)s };
-    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
 
 static void errstr(int rc, char *buf, size_t len)
 {
@@ -120,8 +93,8 @@ static void *killer_main(void *arg)
             ;
         if (k->pid == 0)
             return NULL;
-        sleep_sec(k->delay);
-        k->t0 = now_mono();
+        bench_sleep(k->delay);
+        k->t0 = bench_now(CLOCK_MONOTONIC);
         k->err = kill(k->pid, SIGKILL) < 0 ? errno : 0;
         sem_post(&k->killed);
 
@@ -232,7 +205,7 @@ static void survivor(int nranks, const int *pids, double delay, double gap,
         sem_post(&k.go);
         rc = MPI_Recv(&x, 1, MPI_INT, v, TAG_NEVER, MPI_COMM_WORLD,
                       MPI_STATUS_IGNORE);
-        double t1 = now_mono();
+        double t1 = bench_now(CLOCK_MONOTONIC);
         sem_post(&k.done);
         while (sem_wait(&k.killed) < 0)
             ;
@@ -253,7 +226,7 @@ static void survivor(int nranks, const int *pids, double delay, double gap,
                 "kill", v, s, (k.t0 - t1) * 1e6);
         lat[v] = t1 - k.t0;
         if (v + 1 < nranks)
-            sleep_sec(k.gap);
+            bench_sleep(k.gap);
     }
 
     k.pid = 0;

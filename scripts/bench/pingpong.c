@@ -37,6 +37,9 @@
 
 #include <mpi.h>
 
+#define BENCH_NAME "pingpong"
+#include "bench.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -54,8 +57,6 @@
 #define TAG_BW 3
 #define TAG_ACK 4
 
-static int rank;
-
 struct opts {
     size_t sizes[MAX_SIZES];
     int nsizes;
@@ -65,20 +66,6 @@ struct opts {
     int lat;
     int bw;
 };
-
-__attribute__((format(printf, 1, 2), noreturn))
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "pingpong: rank %d: ", rank);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2);
-}
 
 /* ---- data pattern ----------------------------------------------------- */
 
