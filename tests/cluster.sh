@@ -7,8 +7,9 @@
 # srun --mpi=pmi2 (MPICH), and for each:
 #
 #   crash  h2 loses its link and every process at once (no FIN, no RST):
-#          the survivors on h1 get the error, validate, and finish with the
-#          exact sum over themselves; ftwrun ends within 60 s and reports
+#          the survivors on h1 get the error, recover (validate, drain,
+#          revoke, shrink, agree: survive.c checks each), and finish with
+#          the exact sum over themselves; ftwrun ends within 60 s and reports
 #          ranks 0 and 1 "exit:0", ranks 2 and 3 "node-lost";
 #   kill   rank 3 alone is SIGKILLed on h2: ranks 0-2 finish with the sum
 #          over themselves, the report says "3 signal:KILL" (Open MPI under
