@@ -1,6 +1,7 @@
 /* The rendezvous inside point-to-point calls: posting and finishing. */
 #include "ft/p2p_rndv.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,8 +23,161 @@ typedef struct {
     int32_t rsrc, rtag;
     int32_t tag;            /* a persistent receive's tag */
     MPI_Count got;          /* bytes the status reports */
+    int32_t split;          /* RSCRATCH with the rest in the buffer */
+    uint64_t span_id;       /* listed (see spans), or 0 */
     char scratch[FTW_RTS_SIZE];
 } rstate_t;
+
+/*
+ * Pending receives into the user's buffers, by byte range.  Programs post
+ * windows of receives into one buffer (a bandwidth loop reuses it), and
+ * the MPI may complete several before ftwrap reads the first one's
+ * header: a later message would overwrite an RTS not read yet.  So:
+ *   - a receive posted into the buffer (FTW_RNDV_RUSER, contiguous) is
+ *     listed with its head, the FTW_RTS_SIZE bytes where its RTS lands;
+ *   - a receive whose bytes would cover a listed head is split: its first
+ *     FTW_RTS_SIZE bytes go to scratch, the rest to the buffer (listed
+ *     too, without a head);
+ *   - before ftwrap itself writes into a buffer (a pull, a copy from
+ *     scratch), the RTS lying in a listed head it covers is rescued into
+ *     the list, where that receive's finish reads it (heads_rescue).
+ * A receive whose tail would cover a head (receives overlapping at other
+ * offsets) or whose type is not contiguous keeps the buffer: overlapping
+ * pending receives are erroneous in MPI, and the common case, one buffer
+ * reused, is what is made safe.  Entries are named by a sequence number,
+ * not by the rstate_t (freed in several places): one left by a receive
+ * freed unfinished only makes later receives into that range split.
+ */
+#define SPANS_MAX 4096
+
+static struct span {
+    const char *lo, *hi;
+    uint64_t id;
+    int head;               /* an RTS may land at lo */
+    int rescued;            /* hdr holds the RTS found there */
+    ftw_rts_t hdr;
+} *spans;
+static int nspans, spans_cap;
+static uint64_t spans_seq;
+static pthread_mutex_t spans_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void span_add(rstate_t *rs, const char *lo, const char *hi, int head)
+{
+    pthread_mutex_lock(&spans_lock);
+    if (nspans == spans_cap && spans_cap < SPANS_MAX) {
+        int cap = spans_cap ? 2 * spans_cap : 16;
+        struct span *n = realloc(spans, sizeof(*n) * (size_t)cap);
+
+        if (n != NULL) {
+            spans = n;
+            spans_cap = cap;
+        }
+    }
+    if (nspans < spans_cap) {
+        spans[nspans] = (struct span){ .lo = lo, .hi = hi, .head = head,
+                                       .id = ++spans_seq };
+        rs->span_id = spans[nspans].id;
+        __atomic_store_n(&nspans, nspans + 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&spans_lock);
+}
+
+static struct span *span_find_locked(uint64_t id)
+{
+    for (int i = 0; i < nspans; i++)
+        if (spans[i].id == id)
+            return &spans[i];
+    return NULL;
+}
+
+static void span_drop(rstate_t *rs)
+{
+    struct span *e;
+
+    if (rs == NULL || rs->span_id == 0)
+        return;
+    pthread_mutex_lock(&spans_lock);
+    if ((e = span_find_locked(rs->span_id)) != NULL) {
+        *e = spans[nspans - 1];
+        __atomic_store_n(&nspans, nspans - 1, __ATOMIC_RELAXED);
+    }
+    rs->span_id = 0;
+    pthread_mutex_unlock(&spans_lock);
+}
+
+/* Does [lo, hi) overlap a listed range (heads_only: a listed head)? */
+static int spans_overlap(const char *lo, const char *hi, int heads_only)
+{
+    int found = 0;
+
+    if (__atomic_load_n(&nspans, __ATOMIC_RELAXED) == 0 || lo >= hi)
+        return 0;
+    pthread_mutex_lock(&spans_lock);
+    for (int i = 0; i < nspans && !found; i++) {
+        const struct span *e = &spans[i];
+
+        if (heads_only)
+            found = e->head && e->lo < hi && lo < e->lo + FTW_RTS_SIZE;
+        else
+            found = e->lo < hi && lo < e->hi;
+    }
+    pthread_mutex_unlock(&spans_lock);
+    return found;
+}
+
+/* ftwrap is about to write [lo, hi) for receive self: keep the RTS of
+ * every other listed receive whose head it covers. */
+static void heads_rescue(const char *lo, const char *hi, uint64_t self)
+{
+    if (__atomic_load_n(&nspans, __ATOMIC_RELAXED) == 0)
+        return;
+    pthread_mutex_lock(&spans_lock);
+    for (int i = 0; i < nspans; i++) {
+        struct span *e = &spans[i];
+
+        if (!e->head || e->rescued || e->id == self || e->lo >= hi ||
+            lo >= e->lo + FTW_RTS_SIZE || !ftw_rndv_is_rts(e->lo, FTW_RTS_SIZE))
+            continue;
+        memcpy(&e->hdr, e->lo, sizeof(e->hdr));
+        e->rescued = 1;
+    }
+    pthread_mutex_unlock(&spans_lock);
+}
+
+/* The RTS rescued for rs, if any, into *hdr. */
+static int head_rescued(const rstate_t *rs, ftw_rts_t *hdr)
+{
+    struct span *e;
+    int found = 0;
+
+    if (rs == NULL || rs->span_id == 0)
+        return 0;
+    pthread_mutex_lock(&spans_lock);
+    if ((e = span_find_locked(rs->span_id)) != NULL && e->rescued) {
+        memcpy(hdr, &e->hdr, sizeof(*hdr));
+        found = 1;
+    }
+    pthread_mutex_unlock(&spans_lock);
+    return found;
+}
+
+/* The bytes count dt at buf may write: [*lo, *hi). */
+static void write_span(const void *buf, MPI_Count count, MPI_Datatype dt,
+                       const char **lo, const char **hi)
+{
+    MPI_Count tlb = 0, textent = 0, lb = 0, extent = 0;
+
+    PMPI_Type_get_true_extent_x(dt, &tlb, &textent);
+    PMPI_Type_get_extent_x(dt, &lb, &extent);
+    *lo = (const char *)buf + tlb;
+    *hi = count > 0 ? *lo + (count - 1) * extent + textent : *lo;
+    if (*hi < *lo) {        /* negative strides: the whole range */
+        const char *t = *lo;
+
+        *lo = *hi;
+        *hi = t;
+    }
+}
 
 /* World rank of rank peer of comm, or -1 (intercommunicators, wildcard
  * or null peers, unknown communicators go native). */
@@ -112,8 +266,32 @@ int ftw_rndv_send_op(const void *buf, int count, MPI_Datatype dt, int dest,
 static int recv_post(ftw_op_t *op, void *buf, int count, MPI_Datatype dt,
                      int tag, int persistent, MPI_Request *req)
 {
+    rstate_t *rs = op->info.owned;
+
+    if ((op->info.rndv & FTW_RNDV_RSCRATCH) && rs->split) {
+        /* The first FTW_RTS_SIZE bytes to scratch, the rest in place. */
+        MPI_Count size = 0;
+        MPI_Aint lb = 0, disp[2];
+        int len[2], rc;
+        MPI_Datatype t, types[2] = { MPI_BYTE, MPI_BYTE };
+
+        ftw_type_size(dt, &size);
+        ftw_rndv_contig(count, dt, &lb);
+        len[0] = FTW_RTS_SIZE;
+        len[1] = (int)(count * size) - FTW_RTS_SIZE;
+        PMPI_Get_address(rs->scratch, &disp[0]);
+        PMPI_Get_address((char *)buf + lb + FTW_RTS_SIZE, &disp[1]);
+        rc = PMPI_Type_create_struct(2, len, disp, types, &t);
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Type_commit(&t);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        rc = PMPI_Irecv(MPI_BOTTOM, 1, t, op->npeer, tag, op->native, req);
+        PMPI_Type_free(&t);     /* the receive keeps what it needs */
+        return rc;
+    }
     if (op->info.rndv & FTW_RNDV_RSCRATCH) {
-        buf = ((rstate_t *)op->info.owned)->scratch;
+        buf = rs->scratch;
         count = FTW_RTS_SIZE;
         dt = MPI_BYTE;
     }
@@ -123,12 +301,14 @@ static int recv_post(ftw_op_t *op, void *buf, int count, MPI_Datatype dt,
     return PMPI_Irecv(buf, count, dt, op->npeer, tag, op->native, req);
 }
 
-/* Where an RTS would land: the buffer if the header fits, else scratch. */
-static int recv_prepare(ftw_op_t *op, int count, MPI_Datatype dt,
+/* Where an RTS would land: the buffer if the header fits (split if a
+ * pending receive's RTS may lie there), else scratch. */
+static int recv_prepare(ftw_op_t *op, void *buf, int count, MPI_Datatype dt,
                         int persistent)
 {
     rstate_t *rs;
     MPI_Count size;
+    MPI_Aint lb;
 
     if (op->info.peer == MPI_PROC_NULL ||
         ftw_type_size(dt, &size) != MPI_SUCCESS)
@@ -145,6 +325,20 @@ static int recv_prepare(ftw_op_t *op, int count, MPI_Datatype dt,
     op->info.owned = rs;
     op->info.rndv = count * size >= FTW_RTS_SIZE ? FTW_RNDV_RUSER
                                                  : FTW_RNDV_RSCRATCH;
+    if (op->info.rndv == FTW_RNDV_RUSER && !persistent &&
+        ftw_rndv_contig(count, dt, &lb)) {
+        const char *lo = (const char *)buf + lb, *hi = lo + count * size;
+
+        if (!spans_overlap(lo, hi, 1)) {
+            span_add(rs, lo, hi, 1);
+        } else if (count * size > FTW_RTS_SIZE &&
+                   !spans_overlap(lo + FTW_RTS_SIZE, hi, 1)) {
+            rs->split = 1;
+            op->info.rndv = FTW_RNDV_RSCRATCH;
+            span_add(rs, lo, hi, 0);
+            ftw_stat_add(FTW_STAT_RNDV_SPLIT, 1);
+        }
+    }
     if (op->replay)
         op->info.rndv |= FTW_RNDV_REPLAY;
     return MPI_SUCCESS;
@@ -211,7 +405,8 @@ int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
 
     if (request == NULL && ftw_quiet() && ftw_stash_n == 0 &&
         ftw_type_size(dt, &size) == MPI_SUCCESS &&
-        count * size >= FTW_RTS_SIZE && ftw_rndv_contig(count, dt, &lb))
+        count * size >= FTW_RTS_SIZE && ftw_rndv_contig(count, dt, &lb) &&
+        !spans_overlap((char *)buf + lb, (char *)buf + lb + count * size, 0))
         return recv_fast(buf, count, dt, source, tag, comm, name, status, lb);
 
     ftw_op_begin(&op, name, comm, source, FTW_OP_RECV);
@@ -226,20 +421,23 @@ int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
     if (ftw_stash_n > 0 && !persistent)
         rc = recv_stashed(&op, &tag);
     if (rc == MPI_SUCCESS)
-        rc = recv_prepare(&op, count, dt, persistent);
+        rc = recv_prepare(&op, buf, count, dt, persistent);
     if (rc == MPI_SUCCESS && op.info.owned != NULL)
         ((rstate_t *)op.info.owned)->tag = tag;
     if (rc == MPI_SUCCESS)
         rc = recv_post(&op, buf, count, dt, tag, persistent,
                        request != NULL ? request : &op.req);
     if (request != NULL) {
-        if (rc == MPI_SUCCESS)
+        if (rc == MPI_SUCCESS) {
             ftw_req_add(*request, &op.info);
-        else
+        } else {
+            span_drop(op.info.owned);
             free(op.info.owned);
+        }
         return rc;
     }
     rc = ftw_op_wait(&op, rc, status);
+    span_drop(op.info.owned);
     if (rc != FTW_ERR_BUFFER_UNUSABLE)
         free(op.info.owned);
     return rc;
@@ -365,9 +563,14 @@ static int code_of(ftw_status_t s)
 static int rts_finish(const ftw_reqinfo_t *info, MPI_Status *st,
                       const ftw_rts_t *rts)
 {
+    const rstate_t *rs = info->owned;
+    const char *lo, *hi;
     MPI_Count got = 0;
-    int rc = code_of(ftw_rndv_recv(rts, info->buf, info->count, info->dt,
-                                   &got));
+    int rc;
+
+    write_span(info->buf, info->count, info->dt, &lo, &hi);
+    heads_rescue(lo, hi, rs != NULL ? rs->span_id : 0);
+    rc = code_of(ftw_rndv_recv(rts, info->buf, info->count, info->dt, &got));
 
     PMPI_Status_set_elements_x(st, MPI_BYTE, got);
     if (rc != MPI_SUCCESS)
@@ -393,6 +596,19 @@ static int scratch_copy(const ftw_reqinfo_t *info, MPI_Status *st,
     }
     if (n == 0)
         return rc;
+    {
+        const char *lo, *hi;
+
+        write_span(info->buf, info->count, info->dt, &lo, &hi);
+        heads_rescue(lo, hi, ((rstate_t *)info->owned)->span_id);
+    }
+    if (((rstate_t *)info->owned)->split) {
+        /* The rest is in place. */
+        ftw_rndv_contig(info->count, info->dt, &lb);
+        memcpy((char *)info->buf + lb, ((rstate_t *)info->owned)->scratch,
+               (size_t)(n < FTW_RTS_SIZE ? n : FTW_RTS_SIZE));
+        return rc;
+    }
     if (ftw_rndv_contig(info->count, info->dt, &lb))
         memcpy((char *)info->buf + lb, ((rstate_t *)info->owned)->scratch,
                (size_t)n);
@@ -443,7 +659,8 @@ static int recv_finish(const ftw_reqinfo_t *info, MPI_Status *st)
     }
     if (n != FTW_RTS_SIZE)
         return MPI_SUCCESS;
-    user_header(info, &hdr);
+    if (!head_rescued(rs, &hdr))
+        user_header(info, &hdr);
     if (!ftw_rndv_is_rts(&hdr, n))
         return MPI_SUCCESS;
     return rts_finish(info, st, &hdr);
@@ -474,6 +691,7 @@ int ftw_rndv_finish(const ftw_reqinfo_t *info, MPI_Status *st)
     if (rs != NULL) {
         rs->finished = 0;
         rs->active = 0;
+        span_drop(rs);
     }
     return rc;
 }
@@ -495,6 +713,7 @@ static void early_one(ftw_req_t *e, void *arg)
     rs->code = recv_finish(&e->info, &st);
     PMPI_Get_elements_x(&st, MPI_BYTE, &rs->got);
     rs->finished = 1;
+    span_drop(rs);
 }
 
 /* Receives freed while active (ftw_rndv_orphan). */

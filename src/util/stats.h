@@ -38,6 +38,8 @@
     _(RNDV_NATIVE,    "rndv_native",    "large messages sent natively")  \
     _(RNDV_NATIVE_BYTES, "rndv_native_bytes", "bytes of those")         \
     _(RNDV_TRUNCATED, "rndv_truncated", "rendezvous messages truncated") \
+    _(RNDV_SPLIT,     "rndv_split",     "receives split: another's RTS " \
+                                        "may lie in their buffer")         \
     _(RNDV_ABORTED,   "rndv_aborted",   "rendezvous ended by a failure")  \
     _(RELEASED,       "released",       "quarantined ranges released")   \
     _(CUT_COPIES,     "cut_copies",     "MPI cross-memory copies cut by a "  \
