@@ -14,6 +14,9 @@
  * message's (its payload checksummed).  Messages are 16 B and 256 KiB, so
  * large ones go through ftwrap's rendezvous when it is on.
  *
+ * MPI_Request_get_status of MPI_REQUEST_NULL gives the MPI's own empty
+ * status (compared with PMPI_Request_get_status).
+ *
  * Under ftwrap only: MPICH 4.0 itself writes MPI_ERROR (0) in MPI_Probe,
  * MPI_Iprobe and MPI_Sendrecv_replace; ftwrap keeps the caller's value on
  * both MPIs, as MPI says.
@@ -186,7 +189,7 @@ int main(int argc, char **argv)
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    tap_plan(2 * NCALLS);
+    tap_plan(2 * NCALLS + 1);
     buf = malloc(2 * LARGE);
     for (int call = 0; call < NCALLS; call++) {
         for (int large = 0; large < 2; large++) {
@@ -200,6 +203,24 @@ int main(int argc, char **argv)
                    "source/tag/count right, data intact", names[call],
                    large ? "256 KiB" : "16 B");
         }
+    }
+    {
+        /* A null request's empty status: the MPI's own, field by field
+         * (MPICH writes MPI_ERROR = MPI_SUCCESS there, Open MPI does not). */
+        MPI_Status mine, native;
+        int f1 = 0, f2 = 0;
+
+        mine.MPI_ERROR = native.MPI_ERROR = SENTINEL;
+        mine.MPI_SOURCE = native.MPI_SOURCE = 7;
+        mine.MPI_TAG = native.MPI_TAG = 7;
+        MPI_Request_get_status(MPI_REQUEST_NULL, &f1, &mine);
+        PMPI_Request_get_status(MPI_REQUEST_NULL, &f2, &native);
+        tap_ok(f1 == f2 && mine.MPI_ERROR == native.MPI_ERROR &&
+               mine.MPI_SOURCE == native.MPI_SOURCE &&
+               mine.MPI_TAG == native.MPI_TAG,
+               "MPI_Request_get_status(MPI_REQUEST_NULL): the MPI's own "
+               "empty status (flag %d, error %d, source %d, tag %d)", f1,
+               mine.MPI_ERROR, mine.MPI_SOURCE, mine.MPI_TAG);
     }
     free(buf);
     MPI_Finalize();
