@@ -19,7 +19,9 @@
  *  - a window of 4 receives pending while a blocking MPI_Recv (tag 99)
  *    into the same buffer runs: every status right, the MPI_Recv's
  *    message whole in the buffer when it returns;
- *  - the sender's bytes, never touched by the receiver, are intact.
+ *  - the sender's bytes, never touched by the receiver, are intact;
+ *  - receives of 1 B (smaller than an RTS header) and 4 KiB that nothing
+ *    matches, cancelled: MPI_Wait succeeds with a cancelled status.
  * Natively the same assertions hold (transparency).
  */
 #include "tap.h"
@@ -157,12 +159,33 @@ static int blocking_inside(void)
     return ok;
 }
 
+/* Receives that nothing matches, cancelled: one smaller than an RTS
+ * header (posted into ftwrap's scratch), one larger. */
+static int cancel_recvs(void)
+{
+    static const int sizes[2] = { 1, LEN };
+    int ok = 1;
+
+    for (int i = 0; i < 2 && rank == 1; i++) {
+        MPI_Request req;
+        MPI_Status st;
+        int cancelled = 0;
+
+        MPI_Irecv(rb, sizes[i], MPI_BYTE, 0, 200 + i, MPI_COMM_WORLD, &req);
+        MPI_Cancel(&req);
+        ok &= MPI_Wait(&req, &st) == MPI_SUCCESS;
+        MPI_Test_cancelled(&st, &cancelled);
+        ok &= cancelled;
+    }
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    tap_plan(5);
+    tap_plan(6);
     tap_ok(windows(0, 0), "window of %d into one buffer, MPI_Waitall: "
            "statuses, one message whole", W);
     tap_ok(windows(1, 0), "the same with an MPI_Testall loop");
@@ -170,6 +193,8 @@ int main(int argc, char **argv)
     tap_ok(windows(0, 1), "rendezvous and eager messages mixed: statuses");
     tap_ok(blocking_inside(), "a blocking receive into a buffer four "
            "pending receives share: its message whole, statuses right");
+    tap_ok(cancel_recvs(), "receives of 1 B and 4 KiB cancelled: MPI_Wait "
+           "succeeds, the status says cancelled");
     MPI_Finalize();
     return tap_status();
 }

@@ -648,9 +648,11 @@ static int recv_finish(const ftw_reqinfo_t *info, MPI_Status *st)
     const rstate_t *rs = info->owned;
     MPI_Count n = 0;
     ftw_rts_t hdr;
+    int cancelled = 0;
 
-    if (PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS)
-        return MPI_SUCCESS;
+    PMPI_Test_cancelled(st, &cancelled);
+    if (cancelled || PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS)
+        return MPI_SUCCESS;     /* nothing came */
     if (info->rndv & FTW_RNDV_RSCRATCH) {
         if (!ftw_rndv_is_rts(rs->scratch, n))
             return scratch_copy(info, st, n);
