@@ -487,7 +487,7 @@ int ftw_rndv_sendrecv_replace(void *buf, int count, MPI_Datatype dt,
     copy = malloc(size > 0 ? (size_t)size : 1);
     if (copy == NULL)
         return ftw_raise(comm, MPI_ERR_NO_MEM, "MPI_Sendrecv_replace", -1);
-    rc = PMPI_Pack(buf, count, dt, copy, size, &pos, comm);
+    rc = ftw_pack(buf, count, dt, copy, size, &pos, comm);
     if (rc == MPI_SUCCESS)
         rc = sendrecv_run(copy, pos, MPI_PACKED, dest, stag, buf, count, dt,
                           source, rtag, comm, status, "MPI_Sendrecv_replace");
@@ -636,7 +636,7 @@ static void user_header(const ftw_reqinfo_t *info, ftw_rts_t *hdr)
     tmp = malloc((size_t)(n * size));
     if (tmp == NULL)
         return;
-    if (PMPI_Pack(info->buf, (int)n, info->dt, tmp, (int)(n * size), &pos,
+    if (ftw_pack(info->buf, (int)n, info->dt, tmp, (int)(n * size), &pos,
                   MPI_COMM_WORLD) == MPI_SUCCESS)
         memcpy(hdr, tmp, sizeof(*hdr));
     free(tmp);

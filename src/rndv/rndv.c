@@ -131,6 +131,40 @@ void ftw_rndv_fini(void)
     ftw_rndv_min = 0;
 }
 
+/* Does dt lay its data out in address order?  Named types, and
+ * duplicates, contiguous runs, vectors of positive stride and resized
+ * types of such; any other constructor may list blocks out of address
+ * order (a struct of two arrays, the second lower in memory, spans its
+ * bytes without gaps yet its first bytes are not at its lower bound). */
+static int type_in_order(MPI_Datatype dt, int depth)
+{
+    int ni, na, nd, comb, ints[3] = { 0 }, ok = 0;
+    MPI_Aint addrs[2] = { 0 };
+    MPI_Datatype inner;
+
+    if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+        return 0;
+    if (comb == MPI_COMBINER_NAMED)
+        return 1;
+    if (depth > 8 || nd != 1 || ni > 3 || na > 2 ||
+        (comb != MPI_COMBINER_DUP && comb != MPI_COMBINER_CONTIGUOUS &&
+         comb != MPI_COMBINER_VECTOR && comb != MPI_COMBINER_HVECTOR &&
+         comb != MPI_COMBINER_RESIZED))
+        return 0;
+    if (PMPI_Type_get_contents(dt, ni, na, nd, ints, addrs, &inner) !=
+        MPI_SUCCESS)
+        return 0;
+    if ((comb == MPI_COMBINER_VECTOR && ints[2] > 0) ||
+        (comb == MPI_COMBINER_HVECTOR && addrs[0] > 0) ||
+        comb == MPI_COMBINER_DUP || comb == MPI_COMBINER_CONTIGUOUS ||
+        comb == MPI_COMBINER_RESIZED)
+        ok = type_in_order(inner, depth + 1);
+    if (PMPI_Type_get_envelope(inner, &ni, &na, &nd, &comb) == MPI_SUCCESS &&
+        comb != MPI_COMBINER_NAMED)
+        PMPI_Type_free(&inner);
+    return ok;
+}
+
 int ftw_rndv_contig(MPI_Count count, MPI_Datatype dt, MPI_Aint *lb_p)
 {
     MPI_Count size, lb, extent, tlb, textent;
@@ -139,7 +173,8 @@ int ftw_rndv_contig(MPI_Count count, MPI_Datatype dt, MPI_Aint *lb_p)
         PMPI_Type_get_extent_x(dt, &lb, &extent) != MPI_SUCCESS ||
         PMPI_Type_get_true_extent_x(dt, &tlb, &textent) != MPI_SUCCESS)
         return 0;
-    if (textent != size || (count > 1 && extent != size))
+    if (textent != size || (count > 1 && extent != size) ||
+        !type_in_order(dt, 0))
         return 0;
     *lb_p = (MPI_Aint)tlb;
     return 1;
@@ -188,7 +223,7 @@ static ftw_status_t send_owned(const void *buf, MPI_Count count,
         owned = malloc(sizeof(uint64_t) + (size_t)size);
         *addr_p = (uint64_t)(uintptr_t)(owned + sizeof(uint64_t));
         if (owned != NULL && (size > INT32_MAX || count > INT32_MAX ||
-            PMPI_Pack(buf, (int)count, dt, owned + sizeof(uint64_t),
+            ftw_pack(buf, (int)count, dt, owned + sizeof(uint64_t),
                       (int)size, &pos, MPI_COMM_WORLD) != MPI_SUCCESS)) {
             ftw_error("cannot pack %lld bytes for a rendezvous send",
                       (long long)size);
@@ -376,6 +411,56 @@ static char *recv_target(void *buf, MPI_Count count, MPI_Datatype dt,
     return *bounce_p;
 }
 
+/* MPICH refuses a NULL buffer in MPI_Pack and MPI_Unpack even for a type
+ * of absolute addresses (MPI_BOTTOM): such a call goes through a struct
+ * type shifted one byte down, at address 1. */
+static int bottom_type(const void **buf, int *count, MPI_Datatype *dt,
+                       MPI_Datatype *tmp)
+{
+    MPI_Aint disp = -1;
+    int len = *count, rc;
+
+    *tmp = MPI_DATATYPE_NULL;
+    if (*buf != MPI_BOTTOM || *count == 0)
+        return MPI_SUCCESS;
+    rc = PMPI_Type_create_struct(1, &len, &disp, dt, tmp);
+    if (rc == MPI_SUCCESS && (rc = PMPI_Type_commit(tmp)) != MPI_SUCCESS)
+        PMPI_Type_free(tmp);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    *buf = (const char *)1;
+    *count = 1;
+    *dt = *tmp;
+    return MPI_SUCCESS;
+}
+
+int ftw_pack(const void *buf, int count, MPI_Datatype dt, void *out,
+             int outsize, int *pos, MPI_Comm comm)
+{
+    MPI_Datatype tmp;
+    int rc = bottom_type(&buf, &count, &dt, &tmp);
+
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Pack(buf, count, dt, out, outsize, pos, comm);
+    if (tmp != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&tmp);
+    return rc;
+}
+
+int ftw_unpack(const void *in, int insize, int *pos, void *buf, int count,
+               MPI_Datatype dt, MPI_Comm comm)
+{
+    const void *b = buf;
+    MPI_Datatype tmp;
+    int rc = bottom_type(&b, &count, &dt, &tmp);
+
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Unpack(in, insize, pos, (void *)b, count, dt, comm);
+    if (tmp != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&tmp);
+    return rc;
+}
+
 int ftw_unpack_bytes(const char *src, MPI_Count n, void *buf,
                      MPI_Datatype dt)
 {
@@ -393,7 +478,7 @@ int ftw_unpack_bytes(const char *src, MPI_Count n, void *buf,
     whole = n / size;
     rem = n % size;
     if (whole > 0 &&
-        (rc = PMPI_Unpack(src, (int)n, &pos, buf, (int)whole, dt,
+        (rc = ftw_unpack(src, (int)n, &pos, buf, (int)whole, dt,
                           MPI_COMM_WORLD)) != MPI_SUCCESS)
         return rc;
     if (rem == 0)

@@ -121,6 +121,13 @@ int ftw_rndv_contig(MPI_Count count, MPI_Datatype dt, MPI_Aint *lb_p);
 int ftw_unpack_bytes(const char *src, MPI_Count n, void *buf,
                      MPI_Datatype dt);
 
+/* MPI_Pack and MPI_Unpack that also take MPI_BOTTOM with a type of
+ * absolute addresses (which MPICH refuses as a null pointer). */
+int ftw_pack(const void *buf, int count, MPI_Datatype dt, void *out,
+             int outsize, int *pos, MPI_Comm comm);
+int ftw_unpack(const void *in, int insize, int *pos, void *buf, int count,
+               MPI_Datatype dt, MPI_Comm comm);
+
 /* Keep driving a request nobody waits for any more until the MPI lets
  * go of it, then free buf (which it may use until then). */
 void ftw_rndv_loose_add(MPI_Request req, void *buf);
