@@ -125,25 +125,6 @@ static int spans_overlap(const char *lo, const char *hi, int heads_only)
     return found;
 }
 
-/* ftwrap is about to write [lo, hi) for receive self: keep the RTS of
- * every other listed receive whose head it covers. */
-static void heads_rescue(const char *lo, const char *hi, uint64_t self)
-{
-    if (__atomic_load_n(&nspans, __ATOMIC_RELAXED) == 0)
-        return;
-    pthread_mutex_lock(&spans_lock);
-    for (int i = 0; i < nspans; i++) {
-        struct span *e = &spans[i];
-
-        if (!e->head || e->rescued || e->id == self || e->lo >= hi ||
-            lo >= e->lo + FTW_RTS_SIZE || !ftw_rndv_is_rts(e->lo, FTW_RTS_SIZE))
-            continue;
-        memcpy(&e->hdr, e->lo, sizeof(e->hdr));
-        e->rescued = 1;
-    }
-    pthread_mutex_unlock(&spans_lock);
-}
-
 /* The RTS rescued for rs, if any, into *hdr. */
 static int head_rescued(const rstate_t *rs, ftw_rts_t *hdr)
 {
@@ -177,6 +158,31 @@ static void write_span(const void *buf, MPI_Count count, MPI_Datatype dt,
         *lo = *hi;
         *hi = t;
     }
+}
+
+/* ftwrap is about to write into the buffer of receive info (a pull, a
+ * copy from scratch): keep the RTS of every other listed receive whose
+ * head that covers. */
+static void heads_rescue(const ftw_reqinfo_t *info)
+{
+    const rstate_t *rs = info->owned;
+    uint64_t self = rs != NULL ? rs->span_id : 0;
+    const char *lo, *hi;
+
+    if (__atomic_load_n(&nspans, __ATOMIC_RELAXED) == 0)
+        return;
+    write_span(info->buf, info->count, info->dt, &lo, &hi);
+    pthread_mutex_lock(&spans_lock);
+    for (int i = 0; i < nspans; i++) {
+        struct span *e = &spans[i];
+
+        if (!e->head || e->rescued || e->id == self || e->lo >= hi ||
+            lo >= e->lo + FTW_RTS_SIZE || !ftw_rndv_is_rts(e->lo, FTW_RTS_SIZE))
+            continue;
+        memcpy(&e->hdr, e->lo, sizeof(e->hdr));
+        e->rescued = 1;
+    }
+    pthread_mutex_unlock(&spans_lock);
 }
 
 /* World rank of rank peer of comm, or -1 (intercommunicators, wildcard
@@ -563,13 +569,10 @@ static int code_of(ftw_status_t s)
 static int rts_finish(const ftw_reqinfo_t *info, MPI_Status *st,
                       const ftw_rts_t *rts)
 {
-    const rstate_t *rs = info->owned;
-    const char *lo, *hi;
     MPI_Count got = 0;
     int rc;
 
-    write_span(info->buf, info->count, info->dt, &lo, &hi);
-    heads_rescue(lo, hi, rs != NULL ? rs->span_id : 0);
+    heads_rescue(info);
     rc = code_of(ftw_rndv_recv(rts, info->buf, info->count, info->dt, &got));
 
     PMPI_Status_set_elements_x(st, MPI_BYTE, got);
@@ -582,6 +585,7 @@ static int rts_finish(const ftw_reqinfo_t *info, MPI_Status *st,
 static int scratch_copy(const ftw_reqinfo_t *info, MPI_Status *st,
                         MPI_Count n)
 {
+    const rstate_t *rs = info->owned;
     MPI_Count size = 0, cap;
     MPI_Aint lb;
     int rc = MPI_SUCCESS;
@@ -596,25 +600,15 @@ static int scratch_copy(const ftw_reqinfo_t *info, MPI_Status *st,
     }
     if (n == 0)
         return rc;
-    {
-        const char *lo, *hi;
-
-        write_span(info->buf, info->count, info->dt, &lo, &hi);
-        heads_rescue(lo, hi, ((rstate_t *)info->owned)->span_id);
-    }
-    if (((rstate_t *)info->owned)->split) {
-        /* The rest is in place. */
-        ftw_rndv_contig(info->count, info->dt, &lb);
-        memcpy((char *)info->buf + lb, ((rstate_t *)info->owned)->scratch,
-               (size_t)(n < FTW_RTS_SIZE ? n : FTW_RTS_SIZE));
-        return rc;
-    }
+    heads_rescue(info);
+    /* Scratch holds the first FTW_RTS_SIZE bytes at most: all of them for
+     * a receive posted there, the head of a split one (contiguous, its
+     * rest already in place). */
     if (ftw_rndv_contig(info->count, info->dt, &lb))
-        memcpy((char *)info->buf + lb, ((rstate_t *)info->owned)->scratch,
-               (size_t)n);
+        memcpy((char *)info->buf + lb, rs->scratch,
+               (size_t)(n < FTW_RTS_SIZE ? n : FTW_RTS_SIZE));
     else
-        ftw_unpack_bytes(((rstate_t *)info->owned)->scratch, n, info->buf,
-                         info->dt);
+        ftw_unpack_bytes(rs->scratch, n, info->buf, info->dt);
     return rc;
 }
 
