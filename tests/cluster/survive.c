@@ -48,17 +48,25 @@ static int wrank, wsize;
 static MPI_Request ring[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
 static int ring_from, ring_to;
 
-static int world_rank_of(MPI_Comm c, int r)
+/* World ranks of the members of the current communicator, by rank. */
+static int *members;
+
+static void set_members(MPI_Comm c)
 {
     MPI_Group g, wg;
-    int w = -1;
+    int n, *ranks;
 
+    MPI_Comm_size(c, &n);
+    ranks = malloc(sizeof(int) * (size_t)n);
+    members = realloc(members, sizeof(int) * (size_t)n);
+    for (int r = 0; r < n; r++)
+        ranks[r] = r;
     MPI_Comm_group(c, &g);
     MPI_Comm_group(MPI_COMM_WORLD, &wg);
-    MPI_Group_translate_ranks(g, 1, &r, wg, &w);
+    MPI_Group_translate_ranks(g, n, ranks, wg, members);
     MPI_Group_free(&g);
     MPI_Group_free(&wg);
-    return w;
+    free(ranks);
 }
 
 /* One round on c: ring exchange, then the sum.  MPI_SUCCESS, or the first
@@ -71,7 +79,7 @@ static int round_on(MPI_Comm c, long *sum, int *bad)
 
     MPI_Comm_rank(c, &r);
     MPI_Comm_size(c, &n);
-    left_w = world_rank_of(c, (r + n - 1) % n);
+    left_w = members[(r + n - 1) % n];
     ring_from = -1;
     ring_to = wrank;
     MPI_Irecv(&ring_from, 1, MPI_INT, (r + n - 1) % n, 0, c, &ring[0]);
@@ -88,7 +96,7 @@ static int round_on(MPI_Comm c, long *sum, int *bad)
     if (rc != MPI_SUCCESS)
         return rc;
     for (int q = 0; q < n; q++)
-        want += world_rank_of(c, q) + 1;
+        want += members[q] + 1;
     if (*sum != want) {
         fprintf(stderr, "rank %d: sum %ld, want %ld\n", wrank, *sum, want);
         ++*bad;
@@ -131,6 +139,7 @@ static int recover(MPI_Comm *c, int *step, long **sum, int *bad)
     if (*c != MPI_COMM_WORLD)
         MPI_Comm_free(c);
     *c = nc;
+    set_members(nc);
     MPI_Comm_size(nc, &n);
     if (nf == 0 && n == wsize) {
         fprintf(stderr, "rank %d: an error, and nobody failed\n", wrank);
@@ -142,7 +151,7 @@ static int recover(MPI_Comm *c, int *step, long **sum, int *bad)
         return 1;                           /* a new failure: again */
     want = ~0;
     for (int r = 0; r < n; r++)
-        want &= ~(1 << world_rank_of(nc, r));
+        want &= ~(1 << members[r]);
     if (flag != want) {
         fprintf(stderr, "rank %d: agree gave %#x, want %#x\n", wrank,
                 (unsigned)flag, (unsigned)want);
@@ -165,6 +174,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    set_members(MPI_COMM_WORLD);
     for (int s = 0; s < steps; s++) {
         int rc;
 
@@ -189,5 +199,6 @@ int main(int argc, char **argv)
     if (c != MPI_COMM_WORLD)
         MPI_Comm_free(&c);
     MPI_Finalize();
+    free(members);
     return bad ? 1 : 0;
 }
