@@ -1,25 +1,27 @@
-# Sourced by tests/cluster.sh and scripts/bench/hostlat: the ftwrun command
-# line of a 4-rank job on h1 and h2 of scripts/cluster-lab (2 ranks each),
-# for each MPI and launcher.  Needs $top (the tree) and $agent (the lab's
-# ssh-compatible agent, cluster-lab agent-path).
+# Sourced by tests/cluster.sh, scripts/bench/hostlat and hbsoak: the ftwrun
+# command line of a 4-rank job on two hosts of scripts/cluster-lab (2 ranks
+# each; $cluster_hosts, default h1,h2), for each MPI and launcher.  Needs
+# $top (the tree) and $agent (the lab's ssh-compatible agent, cluster-lab
+# agent-path).
 #
 #   cluster_job MPI LAUNCHER REPORT PROGRAM [ARGS...]
 #
-# prints the command, quoted for bash -c inside h1.
+# prints the command, quoted for bash -c inside the first host.
 cluster_job() {
-    local m=$1 l=$2 rep=$3
+    local m=$1 l=$2 rep=$3 hosts=${cluster_hosts:-h1,h2}
+    local ha=${hosts%,*} hb=${hosts#*,}
     shift 3
     local cmd=("$top/scripts/ftwrun" --mpi "$m" --launcher "$l" -np 4
                --report "$rep")
     case $l in
     mpirun)
-        cmd+=(--host h1:2,h2:2 --mca plm_rsh_agent "$agent"
+        cmd+=(--host "$ha:2,$hb:2" --mca plm_rsh_agent "$agent"
               --mca btl self,vader,tcp --mca btl_tcp_if_include eth0
               --mca oob_tcp_if_include eth0) ;;
     mpiexec)
-        cmd+=(-hosts h1:2,h2:2 -launcher ssh -launcher-exec "$agent") ;;
+        cmd+=(-hosts "$ha:2,$hb:2" -launcher ssh -launcher-exec "$agent") ;;
     srun)
-        cmd+=(-N2 --ntasks-per-node=2 -w h1,h2) ;;
+        cmd+=(-N2 --ntasks-per-node=2 -w "$ha,$hb") ;;
     esac
     cmd+=(-- "$@")
     if [ "$m" = openmpi ] && [ "$l" = srun ]; then
