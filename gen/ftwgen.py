@@ -328,17 +328,23 @@ def body_comm_create(f):
         begin = "ftw_create_begin_group(&co, \"%s\", %s, %s, %s)" % (
             f.name, parent, groups[0], shape(f, [COMM, "MPI_Group", "int",
                                                   r"MPI_Comm \*"])[2])
+        refused = "co.rc"
     else:
         begin = "ftw_create_begin(&co, \"%s\", %s, %d)" % (
             f.name, parent, 1 if rules.ANY_RANKS in f.attrs else 0)
+        refused = "ftw_create_refused(&co, %d)" % agree
+    if rules.WATCHED_DUP in f.attrs:
+        infos = [p.name for p in f.params if p.type == "MPI_Info"]
+        native = "ftw_create_dup(&co, %s, %s)" % (
+            infos[0] if infos else "MPI_INFO_NULL", out)
+    else:
+        native = call_with(f, f.pname, {parent: "co.native"})
     return ("    ftw_coll_t co;\n    int rc;\n\n"
             "    if (%s)\n"
-            "        return co.rc;\n"
+            "        return %s;\n"
             "    rc = %s;\n"
             "    return ftw_create_end(&co, rc, %s, %d, %d);\n"
-            % (begin,
-               call_with(f, f.pname, {parent: "co.native"}), out, agree,
-               collective))
+            % (begin, refused, native, out, agree, collective))
 
 
 XCOLL = {"Barrier", "Bcast", "Reduce", "Allreduce", "Scan", "Exscan",

@@ -30,6 +30,11 @@ NB_ADJUST = "nb_adjust"      # blocking collective the wrapper posts through
                              # ftw_coll_t first and no communicator), which
                              # adjusts what the MPI's nonblocking form would
                              # do differently from its blocking one
+WATCHED_DUP = "watched_dup"  # creation the wrapper runs as
+                             # ftw_create_dup() in src/ft (the MPI's
+                             # nonblocking duplicate, abandoned when a member
+                             # fails), with the info argument or
+                             # MPI_INFO_NULL
 CORE = "core"                # the wrapper calls ftw_<name>() in src/ft with
                              # the same arguments (same signature on every
                              # MPI, no large-count twin); <name> is the
@@ -99,7 +104,9 @@ RULES = [
      {BLOCKS, COLLECTIVE, CREATES_COMM, AGREE, ANY_RANKS}),
     (r"MPI_Comm_create_group", "comm_create",
      {BLOCKS, COLLECTIVE, CREATES_COMM, ANY_RANKS}),
-    (r"MPI_(Comm_dup|Comm_dup_with_info|Cart_create|Cart_sub|Graph_create|"
+    (r"MPI_(Comm_dup|Comm_dup_with_info)", "comm_create",
+     {BLOCKS, COLLECTIVE, CREATES_COMM, AGREE, WATCHED_DUP}),
+    (r"MPI_(Cart_create|Cart_sub|Graph_create|"
      r"Dist_graph_create|Dist_graph_create_adjacent|Intercomm_create|"
      r"Intercomm_merge)", "comm_create",
      {BLOCKS, COLLECTIVE, CREATES_COMM, AGREE}),

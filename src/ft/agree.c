@@ -7,19 +7,33 @@
 
 #include "detect/detect.h"
 #include "ft/ctl.h"
+#include "ft/lock.h"
 #include "ft/op.h"
 #include "util/log.h"
 
 enum { MSG_PROPOSAL = 1, MSG_DECIDED = 2 };
 
-/* A broadcast's message, kept until its sends complete. */
+/* A broadcast's message, kept until its sends complete; one allocation
+ * (bcast_new). */
 typedef struct bcast {
     struct bcast *next;
     MPI_Request *reqs;      /* [n] */
     int *peer;              /* [n] world ranks */
     int nreq;
-    unsigned char msg[];    /* ftw_ctl_hdr_t, then the value */
+    int own;                /* in the agreement's allocation (its first) */
+    unsigned char *msg;     /* ftw_ctl_hdr_t, then the value */
 } bcast_t;
+
+/* Bytes of a broadcast to npeers with a value of vlen bytes, and where
+ * its parts start. */
+static size_t bcast_layout(int npeers, size_t vlen, size_t *reqs_off,
+                           size_t *peer_off, size_t *msg_off)
+{
+    *reqs_off = (sizeof(bcast_t) + 15) & ~(size_t)15;
+    *peer_off = *reqs_off + sizeof(MPI_Request) * (size_t)npeers;
+    *msg_off = (*peer_off + sizeof(int) * (size_t)npeers + 15) & ~(size_t)15;
+    return *msg_off + sizeof(ftw_ctl_hdr_t) + vlen;
+}
 
 struct ftw_agree {
     struct ftw_agree *next; /* on the finishing list */
@@ -44,7 +58,48 @@ struct ftw_agree {
         int world, rank;
     } *by_world;            /* [n]: the members sorted by world rank */
     bcast_t *sent;
+    uint8_t *scratch;       /* [vlen]: the first proposal */
+    unsigned char *first;   /* room for the first broadcast (to n) */
 };
+
+/* An agreement over n members, zeroed, with its arrays in the same
+ * allocation (one malloc per agreement: one runs per communicator
+ * creation). */
+static ftw_agree_t *agree_alloc(int n)
+{
+    size_t nr = (size_t)n + 2, vlen = (size_t)n + 4;
+    size_t off_world = (sizeof(ftw_agree_t) + 15) & ~(size_t)15;
+    size_t off_by = off_world + sizeof(int) * (size_t)n;
+    size_t off_bytes = (off_by + sizeof(struct member) * (size_t)n + 15) &
+                       ~(size_t)15;
+    size_t nbytes = nr * vlen + nr * (size_t)n + vlen + 2 * (size_t)n + vlen;
+    size_t off_first = (off_bytes + nbytes + 15) & ~(size_t)15, r, q, m;
+    unsigned char *mem = calloc(1, off_first +
+                                bcast_layout(n, vlen, &r, &q, &m)), *p;
+    ftw_agree_t *a = (ftw_agree_t *)mem;
+
+    if (mem == NULL)
+        return NULL;
+    a->first = mem + off_first;
+    a->n = n;
+    a->nrounds = (int)nr;
+    a->vlen = vlen;
+    a->world = (int *)(mem + off_world);
+    a->by_world = (struct member *)(mem + off_by);
+    p = mem + off_bytes;
+    a->prop = p;
+    p += nr * vlen;
+    a->recvd = p;
+    p += nr * (size_t)n;
+    a->decision = p;
+    p += vlen;
+    a->decided_from = p;
+    p += n;
+    a->answered = p;
+    p += n;
+    a->scratch = p;
+    return a;
+}
 
 /* Agreements decided here whose last messages (other processes' DECIDED)
  * have not all been taken yet: finished in the background, so a caller
@@ -93,69 +148,69 @@ static int is_failed(const ftw_agree_t *a, int r)
     return ftw_detect_is_failed(a->world[r]);
 }
 
+/* A broadcast of (type, round, v) to at most npeers processes, in one
+ * allocation, listed on a->sent; NULL if out of memory (said). */
+static bcast_t *bcast_new(ftw_agree_t *a, int type, int round,
+                          const uint8_t *v, int npeers)
+{
+    size_t reqs_off, peer_off, msg_off;
+    size_t size = bcast_layout(npeers, a->vlen, &reqs_off, &peer_off,
+                               &msg_off);
+    ftw_ctl_hdr_t hdr = { .id = a->id, .seq = a->seq, .type = type,
+                          .round = round };
+    int own = a->first != NULL && npeers <= a->n;
+    unsigned char *mem = own ? a->first : malloc(size);
+    bcast_t *b = (bcast_t *)mem;
+
+    if (mem == NULL) {
+        ftw_error("out of memory for an agreement message");
+        return NULL;
+    }
+    a->first = own ? NULL : a->first;
+    b->own = own;
+    b->reqs = (MPI_Request *)(mem + reqs_off);
+    b->peer = (int *)(mem + peer_off);
+    b->msg = mem + msg_off;
+    b->nreq = 0;
+    memcpy(b->msg, &hdr, sizeof(hdr));
+    memcpy(b->msg + sizeof(hdr), v, a->vlen);
+    b->next = a->sent;
+    a->sent = b;
+    return b;
+}
+
+/* Send b's message to member q. */
+static void bcast_to(ftw_agree_t *a, bcast_t *b, int q)
+{
+    PMPI_Isend(b->msg, (int)(sizeof(ftw_ctl_hdr_t) + a->vlen), MPI_BYTE,
+               a->world[q], FTW_CTL_TAG_AGREE, ftw_ctl_comm,
+               &b->reqs[b->nreq]);
+    b->peer[b->nreq++] = a->world[q];
+}
+
 /* Send (type, round, value) to every process not known dead; deliver it
  * to this process as well. */
 static int broadcast(ftw_agree_t *a, int type, int round, const uint8_t *v)
 {
-    size_t len = sizeof(ftw_ctl_hdr_t) + a->vlen;
-    bcast_t *b = malloc(sizeof(*b) + len);
-    ftw_ctl_hdr_t hdr = { .id = a->id, .seq = a->seq, .type = type,
-                          .round = round };
+    bcast_t *b = bcast_new(a, type, round, v, a->n);
 
     if (b == NULL)
-        goto err;
-    b->reqs = malloc(sizeof(*b->reqs) * (size_t)a->n);
-    b->peer = malloc(sizeof(*b->peer) * (size_t)a->n);
-    if (b->reqs == NULL || b->peer == NULL)
-        goto err_free;
-    memcpy(b->msg, &hdr, sizeof(hdr));
-    memcpy(b->msg + sizeof(hdr), v, a->vlen);
-    b->nreq = 0;
-    for (int q = 0; q < a->n; q++) {
-        if (q == a->me || is_failed(a, q))
-            continue;
-        PMPI_Isend(b->msg, (int)len, MPI_BYTE, a->world[q],
-                   FTW_CTL_TAG_AGREE, ftw_ctl_comm, &b->reqs[b->nreq]);
-        b->peer[b->nreq++] = a->world[q];
-    }
-    b->next = a->sent;
-    a->sent = b;
+        return MPI_ERR_NO_MEM;
+    for (int q = 0; q < a->n; q++)
+        if (q != a->me && !is_failed(a, q))
+            bcast_to(a, b, q);
     return MPI_SUCCESS;
-
-err_free:
-    free(b->reqs);
-    free(b->peer);
-    free(b);
-err:
-    ftw_error("out of memory for an agreement message");
-    return MPI_ERR_NO_MEM;
 }
 
 /* Send (type, round, value) to member q alone. */
 static int send_one(ftw_agree_t *a, int type, int round, const uint8_t *v,
                     int q)
 {
-    size_t len = sizeof(ftw_ctl_hdr_t) + a->vlen;
-    bcast_t *b = malloc(sizeof(*b) + len);
-    ftw_ctl_hdr_t hdr = { .id = a->id, .seq = a->seq, .type = type,
-                          .round = round };
+    bcast_t *b = bcast_new(a, type, round, v, 1);
 
-    if (b == NULL || (b->reqs = malloc(sizeof(*b->reqs))) == NULL ||
-        (b->peer = malloc(sizeof(*b->peer))) == NULL) {
-        if (b != NULL)
-            free(b->reqs);
-        free(b);
-        ftw_error("out of memory for an agreement message");
+    if (b == NULL)
         return MPI_ERR_NO_MEM;
-    }
-    memcpy(b->msg, &hdr, sizeof(hdr));
-    memcpy(b->msg + sizeof(hdr), v, a->vlen);
-    PMPI_Isend(b->msg, (int)len, MPI_BYTE, a->world[q], FTW_CTL_TAG_AGREE,
-               ftw_ctl_comm, &b->reqs[0]);
-    b->peer[0] = a->world[q];
-    b->nreq = 1;
-    b->next = a->sent;
-    a->sent = b;
+    bcast_to(a, b, q);
     return MPI_SUCCESS;
 }
 
@@ -278,13 +333,16 @@ static int round_complete(ftw_agree_t *a)
     return 1;
 }
 
-/* Take what came for a; 1 if anything did. */
-static int take_messages(ftw_agree_t *a)
+/* Take what came for a; 1 if anything did.  probe: look at the MPI's
+ * queue too, not only at what other agreements' takes parked. */
+static int take_messages(ftw_agree_t *a, int probe)
 {
     ftw_ctl_msg_t *m;
     int got = 0;
 
-    while ((m = ftw_ctl_take(FTW_CTL_TAG_AGREE, agree_match, a)) != NULL) {
+    while ((m = probe ? ftw_ctl_take(FTW_CTL_TAG_AGREE, agree_match, a) :
+                ftw_ctl_take_parked(FTW_CTL_TAG_AGREE, agree_match, a)) !=
+           NULL) {
         deliver(a, m);
         free(m);
         got = 1;
@@ -295,17 +353,20 @@ static int take_messages(ftw_agree_t *a)
 static void agree_release(ftw_agree_t *a);
 static int ftw_agree_test_(ftw_agree_t *a);
 
-/* Progress the finishing agreements; release those done. */
-static void reap(void)
+/* Progress the finishing agreements; release those done.  probe: see
+ * take_messages; without it, a finishing agreement is fed by the takes of
+ * the running ones (each reads the channel's queue to the end) or, at
+ * MPI_Finalize, by ftw_agree_fini. */
+static void reap(int probe)
 {
     ftw_agree_t *done = NULL;
 
-    if (finishing == NULL || pthread_mutex_trylock(&finishing_lock) != 0)
+    if (finishing == NULL || ftw_mt_trylock(&finishing_lock) != 0)
         return;
     for (ftw_agree_t **pp = &finishing; *pp != NULL;) {
         ftw_agree_t *a = *pp;
 
-        take_messages(a);
+        take_messages(a, probe);
         if (!all_done(a) && !a->superseded) {
             pp = &a->next;
             continue;
@@ -314,7 +375,7 @@ static void reap(void)
         a->next = done;
         done = a;
     }
-    pthread_mutex_unlock(&finishing_lock);
+    ftw_mt_unlock(&finishing_lock);
     while (done != NULL) {
         ftw_agree_t *a = done;
 
@@ -327,11 +388,11 @@ static void reap(void)
  * everywhere (see finishing). */
 static void supersede_older(const ftw_agree_t *a)
 {
-    pthread_mutex_lock(&finishing_lock);
+    ftw_mt_lock(&finishing_lock);
     for (ftw_agree_t *e = finishing; e != NULL; e = e->next)
         if (e->id == a->id && e->lazy && (int32_t)(a->seq - e->seq) > 0)
             e->superseded = 1;
-    pthread_mutex_unlock(&finishing_lock);
+    ftw_mt_unlock(&finishing_lock);
 }
 
 int ftw_agree_test(ftw_agree_t *a)
@@ -339,9 +400,10 @@ int ftw_agree_test(ftw_agree_t *a)
     if (a->decided)
         return 1;
     if (ftw_agree_test_(a)) {
+        /* The agreements this one supersedes go at the next start
+         * (reap), in the shadow of its proposal. */
         if (a->blocking)
             supersede_older(a);
-        reap();
         return 1;
     }
     return 0;
@@ -350,7 +412,7 @@ int ftw_agree_test(ftw_agree_t *a)
 static int ftw_agree_test_(ftw_agree_t *a)
 {
     while (!a->decided) {
-        if (take_messages(a))
+        if (take_messages(a, 1))
             continue;
         if (!round_complete(a))
             return 0;
@@ -379,39 +441,23 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
                     ftw_agree_t **agree_p)
 {
     ftw_agree_t *a;
-    uint8_t *v = NULL;
+    uint8_t *v;
+    int sorted = 1;
 
-    reap();
     if (c->id == 0) {
         ftw_error("no agreement possible on this communicator (an "
                   "intercommunicator, or one ftwrap did not see made)");
         return MPI_ERR_COMM;
     }
-    a = calloc(1, sizeof(*a));
+    a = agree_alloc(c->size);
     if (a == NULL)
         goto err;
     a->id = c->id;
     a->seq = c->agree_seq++;
-    a->n = c->size;
     a->me = c->rank;
-    a->nrounds = a->n + 2;
-    a->vlen = (size_t)a->n + 4;
-    a->prop = calloc((size_t)a->nrounds, a->vlen);
-    a->recvd = calloc((size_t)a->nrounds, (size_t)a->n);
-    a->decision = malloc(a->vlen);
-    a->decided_from = calloc((size_t)a->n, 1);
-    a->answered = calloc((size_t)a->n, 1);
-    a->world = malloc(sizeof(int) * (size_t)a->n);
-    a->by_world = malloc(sizeof(*a->by_world) * (size_t)a->n);
-    v = malloc(a->vlen);
-    if (!a->prop || !a->recvd || !a->decision || !a->decided_from ||
-        !a->answered || !a->world || !a->by_world || !v)
-        goto err_free;
+    v = a->scratch;
     /* The members are copied: a finishing agreement may outlive c. */
     memcpy(a->world, c->peer_world, sizeof(int) * (size_t)a->n);
-    for (int q = 0; q < a->n; q++)
-        a->by_world[q] = (struct member){ a->world[q], q };
-    qsort(a->by_world, (size_t)a->n, sizeof(*a->by_world), member_cmp);
     for (int r = 0; r < a->nrounds; r++)
         memset(prop_row(a, r) + a->n, 0xff, 4); /* neutral element of AND */
     memset(recvd_row(a, 0), 1, (size_t)a->n);
@@ -420,13 +466,18 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
     memcpy(v + a->n, &flag, 4);
     a->round = 1;
     propose(a, 1, v);
-    free(v);
+    /* While the proposal travels: the index messages are read with, and
+     * the older agreements' turn. */
+    for (int q = 0; q < a->n; q++) {
+        a->by_world[q] = (struct member){ a->world[q], q };
+        sorted &= q == 0 || a->world[q - 1] < a->world[q];
+    }
+    if (!sorted)
+        qsort(a->by_world, (size_t)a->n, sizeof(*a->by_world), member_cmp);
+    reap(0);
     *agree_p = a;
     return MPI_SUCCESS;
 
-err_free:
-    free(v);
-    ftw_agree_free(a);
 err:
     ftw_error("out of memory for an agreement over %d processes", c->size);
     return MPI_ERR_NO_MEM;
@@ -444,9 +495,8 @@ static void bcast_finish(bcast_t *b)
 {
     for (int i = 0; i < b->nreq; i++)
         ftw_ctl_send_finish(&b->reqs[i], b->peer[i]);
-    free(b->reqs);
-    free(b->peer);
-    free(b);
+    if (!b->own)
+        free(b);
 }
 
 static void agree_release(ftw_agree_t *a)
@@ -457,13 +507,6 @@ static void agree_release(ftw_agree_t *a)
         a->sent = b->next;
         bcast_finish(b);
     }
-    free(a->prop);
-    free(a->recvd);
-    free(a->decision);
-    free(a->decided_from);
-    free(a->answered);
-    free(a->world);
-    free(a->by_world);
     free(a);
 }
 
@@ -471,73 +514,77 @@ void ftw_agree_free(ftw_agree_t *a)
 {
     if (a == NULL)
         return;
-    take_messages(a);
+    take_messages(a, !a->decided);
     if (!a->decided || all_done(a) || a->superseded) {
         agree_release(a);
         return;
     }
-    pthread_mutex_lock(&finishing_lock);
+    ftw_mt_lock(&finishing_lock);
     a->next = finishing;
     finishing = a;
-    pthread_mutex_unlock(&finishing_lock);
+    ftw_mt_unlock(&finishing_lock);
 }
 
 void ftw_agree_comm_freed(uint64_t id)
 {
     if (id == 0 || finishing == NULL)
         return;
-    pthread_mutex_lock(&finishing_lock);
+    ftw_mt_lock(&finishing_lock);
     for (ftw_agree_t *e = finishing; e != NULL; e = e->next)
         if (e->id == id && !e->superseded)
             unlazy(e);
-    pthread_mutex_unlock(&finishing_lock);
+    ftw_mt_unlock(&finishing_lock);
 }
 
 void ftw_agree_failure_seen(void)
 {
     if (finishing == NULL)
         return;
-    pthread_mutex_lock(&finishing_lock);
+    ftw_mt_lock(&finishing_lock);
     for (ftw_agree_t *e = finishing; e != NULL; e = e->next)
         if (!e->superseded)
             unlazy(e);
-    pthread_mutex_unlock(&finishing_lock);
+    ftw_mt_unlock(&finishing_lock);
 }
 
 void ftw_agree_fini(void)
 {
     double until = PMPI_Wtime() + 1.0;
 
-    pthread_mutex_lock(&finishing_lock);
+    ftw_mt_lock(&finishing_lock);
     for (ftw_agree_t *e = finishing; e != NULL; e = e->next)
         if (!e->superseded)
             unlazy(e);
-    pthread_mutex_unlock(&finishing_lock);
+    ftw_mt_unlock(&finishing_lock);
 
     /* Every live process sent its DECIDED when it decided: take them (a
      * process that lags that much is not waited for). */
     while (finishing != NULL && PMPI_Wtime() < until)
-        reap();
-    pthread_mutex_lock(&finishing_lock);
+        reap(1);
+    ftw_mt_lock(&finishing_lock);
     while (finishing != NULL) {
         ftw_agree_t *a = finishing;
 
         finishing = a->next;
         agree_release(a);
     }
-    pthread_mutex_unlock(&finishing_lock);
+    ftw_mt_unlock(&finishing_lock);
 }
 
-int ftw_agree(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
-              uint8_t *failed_out, int *flag_out)
+int ftw_agree_post(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
+                   ftw_agree_t **agree_p)
 {
-    ftw_agree_t *a;
-    ftw_poll_t p;
-    int rc = ftw_agree_start(c, failed_in, flag_in, &a);
+    int rc = ftw_agree_start(c, failed_in, flag_in, agree_p);
 
-    if (rc != MPI_SUCCESS)
-        return rc;
-    a->blocking = 1;
+    if (rc == MPI_SUCCESS)
+        (*agree_p)->blocking = 1;
+    return rc;
+}
+
+void ftw_agree_wait(ftw_agree_t *a, uint8_t *failed_out, int *flag_out)
+{
+    ftw_poll_t p;
+
     ftw_poll_init(&p);
     while (!ftw_agree_test(a)) {
         ftw_poll_changed(&p);
@@ -545,5 +592,16 @@ int ftw_agree(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
     }
     ftw_agree_result(a, failed_out, flag_out);
     ftw_agree_free(a);
+}
+
+int ftw_agree(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
+              uint8_t *failed_out, int *flag_out)
+{
+    ftw_agree_t *a;
+    int rc = ftw_agree_post(c, failed_in, flag_in, &a);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    ftw_agree_wait(a, failed_out, flag_out);
     return MPI_SUCCESS;
 }

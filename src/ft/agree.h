@@ -90,4 +90,12 @@ int ftw_agree_prepare(MPI_Comm comm, ftw_comm_t **c_p, uint8_t **failed_p);
 int ftw_agree(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
               uint8_t *failed_out, int *flag_out);
 
+/* ftw_agree in two steps, so that the caller can work while the
+ * proposals travel: post starts it (nothing else may start an agreement
+ * on c before the wait); wait progresses it until decided, gives the
+ * result and frees it. */
+int ftw_agree_post(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
+                   ftw_agree_t **agree_p);
+void ftw_agree_wait(ftw_agree_t *a, uint8_t *failed_out, int *flag_out);
+
 #endif

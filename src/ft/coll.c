@@ -12,6 +12,7 @@
 #include "ft/quarantine.h"
 #include "ft/ulfm.h"
 #include "util/log.h"
+#include "ftw_mpi_have.h"
 
 static int failures_known(void)
 {
@@ -41,6 +42,8 @@ static int coll_begin_quiet(ftw_coll_t *co, const char *name, MPI_Comm comm)
     co->gen = 0;
     co->cut_seq = ftw_cut_seq;
     co->c = NULL;
+    co->refused_unagreed = 0;
+    co->same_members = 0;
     ftw_revoke_check();
     if (ftw_likely(!failures_known() && !ftw_revoked_count))
         return 0;
@@ -293,6 +296,7 @@ int ftw_create_begin(ftw_coll_t *co, const char *name, MPI_Comm parent,
 
     /* Every member counts the call, refused or not. */
     co->child_id = ftw_comm_next_id(create_parent(co));
+    co->refused_unagreed = refused;
     if (refused)
         return 1;
     if (co->rotated && !any_ranks) {
@@ -342,34 +346,160 @@ int ftw_create_begin_group(ftw_coll_t *co, const char *name, MPI_Comm parent,
     return 1;
 }
 
+int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
+{
+    MPI_Comm *slot;
+    ftw_poll_t p;
+    int blocking = 0, rc;
+
+    /* Intercommunicators take no agreement, and Open MPI 4.1's
+     * nonblocking duplicate of one races with traffic on it.  Open MPI
+     * 4.1 allocates context ids one creation at a time, oldest first: an
+     * abandoned duplicate would hold up every later creation of the
+     * process (validate's survivors' communicator included), so there the
+     * blocking call it is. */
+#if defined(OPEN_MPI)
+    blocking = 1;
+#else
+    PMPI_Comm_test_inter(co->native, &blocking);
+#endif
+#ifndef FTW_HAVE_MPI_COMM_IDUP_WITH_INFO
+    if (info != MPI_INFO_NULL)
+        blocking = 1;
+#endif
+    /* The duplicate's record copies the parent's members. */
+    co->same_members = 1;
+    if (blocking)
+        return info != MPI_INFO_NULL ?
+               PMPI_Comm_dup_with_info(co->native, info, newcomm) :
+               PMPI_Comm_dup(co->native, newcomm);
+    /* The MPI writes the handle when it likes: into memory of ours, which
+     * an abandoned duplicate keeps until the MPI lets go of it. */
+    slot = malloc(sizeof(*slot));
+    if (slot == NULL) {
+        ftw_error("%s: out of memory", co->name);
+        return MPI_ERR_NO_MEM;
+    }
+    *slot = MPI_COMM_NULL;
+#ifdef FTW_HAVE_MPI_COMM_IDUP_WITH_INFO
+    if (info != MPI_INFO_NULL)
+        rc = PMPI_Comm_idup_with_info(co->native, info, slot, &co->req);
+    else
+#endif
+        rc = PMPI_Comm_idup(co->native, slot, &co->req);
+    if (rc != MPI_SUCCESS) {
+        free(slot);
+        return rc;
+    }
+    ftw_poll_init(&p);
+    for (;;) {
+        int flag = 0;
+
+        rc = PMPI_Test(&co->req, &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS || flag)
+            break;
+        if (ftw_poll_changed(&p) && coll_cut_off(co)) {
+            if (coll_drain(&co->req, MPI_STATUS_IGNORE))
+                break;
+            ftw_grave_add_owned(co->req, slot);
+            *newcomm = MPI_COMM_NULL;
+            return coll_code(co->c);
+        }
+        ftw_poll_idle(&p);
+    }
+    *newcomm = rc == MPI_SUCCESS ? *slot : MPI_COMM_NULL;
+    free(slot);
+    return rc;
+}
+
+/* The creation's agreement on parent: 1 if every member made it.  Once
+ * this process's proposal is out, it tracks *newcomm (when made here: it
+ * would track it next anyway) while the others' travel; track() is then
+ * called with arg. */
+static int create_agree(ftw_comm_t *parent, int ok,
+                        void (*track)(void *arg), void *arg)
+{
+    uint8_t small[64];
+    uint8_t *failed = parent->size < (int)sizeof(small) ?
+                      small : malloc((size_t)parent->size + 1);
+    ftw_agree_t *a;
+    int all_ok = 0;
+
+    if (failed == NULL || ftw_agree_post(parent, NULL, ok, &a) !=
+                          MPI_SUCCESS) {
+        if (track != NULL)
+            track(arg);
+    } else {
+        if (track != NULL)
+            track(arg);
+        ftw_agree_wait(a, failed, &all_ok);
+    }
+    if (failed != small)
+        free(failed);
+    return all_ok;
+}
+
+int ftw_create_refused(ftw_coll_t *co, int agree)
+{
+    ftw_comm_t *parent = create_parent(co);
+
+    /* Refused for a failure or revocation that other members may not know
+     * of yet: they are in the MPI's call, to end it when they learn, and
+     * then in the creation's agreement, which needs this process's no. */
+    if (agree && co->refused_unagreed && parent != NULL && parent->id != 0)
+        create_agree(parent, 0, NULL, NULL);
+    return co->rc;
+}
+
+struct create_track {
+    ftw_coll_t *co;
+    ftw_comm_t *parent;
+    MPI_Comm comm;
+};
+
+static void create_track(void *arg)
+{
+    struct create_track *t = arg;
+    ftw_coll_t *co = t->co;
+
+    ftw_comm_track(t->comm, co->child_id != 0 ? co->child_id :
+                            ftw_comm_agreed_id(t->comm),
+                   co->same_members ? t->parent : NULL);
+}
+
 int ftw_create_end(ftw_coll_t *co, int rc, MPI_Comm *newcomm, int agree,
                    int collective)
 {
     ftw_comm_t *parent = create_parent(co);
+    struct create_track t = { co, parent,
+                              rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL };
+    int tracked = 0;
 
     if (agree && parent != NULL && parent->id != 0) {
-        uint8_t *failed = malloc((size_t)parent->size + 1);
-        int all_ok = 0;
+        int all_ok;
 
-        if (failed != NULL &&
-            ftw_agree(parent, NULL, rc == MPI_SUCCESS, failed, &all_ok) !=
-                MPI_SUCCESS)
-            all_ok = 0;
-        free(failed);
+        /* Only collective creations agree (a nonblocking one is expected,
+         * not tracked, below). */
+        tracked = collective && rc == MPI_SUCCESS;
+        all_ok = create_agree(parent, rc == MPI_SUCCESS,
+                              tracked ? create_track : NULL, &t);
         if (!all_ok && rc == MPI_SUCCESS) {
             /* Made here but not everywhere: nowhere, then. */
-            if (*newcomm != MPI_COMM_NULL)
+            if (*newcomm != MPI_COMM_NULL) {
+                if (tracked)
+                    ftw_comm_untrack(*newcomm);
                 PMPI_Comm_free(newcomm);
+            }
             return ftw_raise(co->comm, FTW_ERR_PROC_FAIL_STOP, co->name, -1);
         }
     }
     if (rc != MPI_SUCCESS)
-        return rc;
+        return ftw_is_own_error(rc) ? ftw_raise(co->comm, rc, co->name, -1)
+                                    : rc;
     if (!collective)
         ftw_comm_expect(*newcomm, co->child_id);
-    else
-        ftw_comm_track(*newcomm, co->child_id != 0 ? co->child_id :
-                                 ftw_comm_agreed_id(*newcomm));
+    else if (!tracked)
+        create_track(&t);
     return rc;
 }
 
@@ -377,6 +507,6 @@ int ftw_create_orphan(int rc, MPI_Comm *newcomm, int collective)
 {
     if (rc == MPI_SUCCESS && ftw_initialized())
         ftw_comm_track(*newcomm, collective ? ftw_comm_agreed_id(*newcomm)
-                                            : 0);
+                                            : 0, NULL);
     return rc;
 }

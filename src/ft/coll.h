@@ -73,6 +73,10 @@ typedef struct {
                              * buffers); freed with it */
     ftw_rspan_t rspan;      /* the receive buffer, for the quarantine */
     uint64_t child_id;      /* creation: the new communicator's id */
+    int refused_unagreed;   /* creation: refused for a state the members
+                             * have not agreed on (a failure, a revoke) */
+    int same_members;       /* creation: the new communicator has the
+                             * parent's members in its order (a dup) */
 } ftw_coll_t;
 
 /* Nonzero if the collective must fail at once (co->rc, already raised). */
@@ -141,8 +145,21 @@ int ftw_create_begin(ftw_coll_t *co, const char *name, MPI_Comm parent,
  * failures matter. */
 int ftw_create_begin_group(ftw_coll_t *co, const char *name, MPI_Comm parent,
                            MPI_Group group, int tag);
+/* MPI_Comm_dup (info: MPI_INFO_NULL) and MPI_Comm_dup_with_info on
+ * co->native, as the MPI's nonblocking duplicate watched like a blocking
+ * collective: a member's failure during it abandons it (graveyard) and
+ * returns its error class, which ftw_create_end raises after the
+ * agreement.  Intercommunicators, dup_with_info where the MPI has no
+ * MPI_Comm_idup_with_info, and every duplicate on Open MPI (whose context
+ * ids an abandoned one would hold up) take the blocking call. */
+int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm);
 int ftw_create_end(ftw_coll_t *co, int rc, MPI_Comm *newcomm, int agree,
                    int collective);
+/* A creation ftw_create_begin refused: co->rc, after the creation's
+ * agreement (agree: the call runs one) where the refusal came from a
+ * failure or revocation the other members may not know of yet, so every
+ * member takes part in the same agreements on the parent. */
+int ftw_create_refused(ftw_coll_t *co, int agree);
 
 /* A communicator made without a parent (MPI_Comm_join, ...): tracked, with
  * an id its members agree on when all of them are making it now. */

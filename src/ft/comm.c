@@ -3,8 +3,10 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "detect/detect.h"
+#include "ft/lock.h"
 #include "ft/stash.h"
 #include "util/log.h"
 #include "util/stats.h"
@@ -49,27 +51,43 @@ static ftw_comm_t *comm_find_locked(MPI_Comm comm)
     return c;
 }
 
+/* MPI_COMM_WORLD's group, made once (the MPI frees it at finalize). */
+static MPI_Group world_group = MPI_GROUP_NULL;
+static pthread_once_t world_group_once = PTHREAD_ONCE_INIT;
+
+static void world_group_make(void)
+{
+    PMPI_Comm_group(MPI_COMM_WORLD, &world_group);
+}
+
+/* The world ranks of group's n members into out[n]; 0 if out of
+ * memory. */
+static int to_world(MPI_Group group, int n, int *out)
+{
+    int small[64], *ranks = n <= 64 ? small :
+                            malloc(sizeof(int) * (size_t)n);
+
+    if (ranks == NULL)
+        return 0;
+    pthread_once(&world_group_once, world_group_make);
+    for (int i = 0; i < n; i++)
+        ranks[i] = i;
+    PMPI_Group_translate_ranks(group, n, ranks, world_group, out);
+    if (ranks != small)
+        free(ranks);
+    return 1;
+}
+
 /* World ranks of every member of group, or NULL. */
 static int *group_world_ranks(MPI_Group group, int n)
 {
-    MPI_Group world;
-    int *ranks = malloc(sizeof(int) * (size_t)(n ? n : 1));
     int *out = malloc(sizeof(int) * (size_t)(n ? n : 1));
 
-    if (ranks == NULL || out == NULL)
-        goto err_free;
-    for (int i = 0; i < n; i++)
-        ranks[i] = i;
-    PMPI_Comm_group(MPI_COMM_WORLD, &world);
-    PMPI_Group_translate_ranks(group, n, ranks, world, out);
-    PMPI_Group_free(&world);
-    free(ranks);
+    if (out != NULL && !to_world(group, n, out)) {
+        free(out);
+        out = NULL;
+    }
     return out;
-
-err_free:
-    free(ranks);
-    free(out);
-    return NULL;
 }
 
 static void comm_free_record(ftw_comm_t *c)
@@ -97,18 +115,52 @@ static void comm_free_record(ftw_comm_t *c)
     free(c);
 }
 
-static ftw_comm_t *comm_new(MPI_Comm comm)
+/* A record with the user's handle and nothing else known. */
+static ftw_comm_t *comm_alloc(MPI_Comm comm)
 {
     ftw_comm_t *c = calloc(1, sizeof(*c));
-    MPI_Group g;
 
     if (c == NULL)
-        goto err;
+        return NULL;
     c->user = comm;
     c->native = comm;
     c->coll = comm;
     c->p2p = comm;
     c->coll_active = 1;
+    return c;
+}
+
+/* The record of comm, an intracommunicator over like's members in like's
+ * order (a duplicate): no group queries. */
+static ftw_comm_t *comm_new_like(MPI_Comm comm, const ftw_comm_t *like)
+{
+    ftw_comm_t *c = comm_alloc(comm);
+
+    if (c == NULL)
+        goto err;
+    c->rank = like->rank;
+    c->size = like->size;
+    c->nsurv = like->size;
+    c->peer_world = malloc(sizeof(int) * (size_t)(c->size ? c->size : 1));
+    if (c->peer_world == NULL)
+        goto err_free;
+    memcpy(c->peer_world, like->peer_world, sizeof(int) * (size_t)c->size);
+    return c;
+
+err_free:
+    comm_free_record(c);
+err:
+    ftw_error("out of memory for a communicator record");
+    return NULL;
+}
+
+static ftw_comm_t *comm_new(MPI_Comm comm)
+{
+    ftw_comm_t *c = comm_alloc(comm);
+    MPI_Group g;
+
+    if (c == NULL)
+        goto err;
     PMPI_Comm_test_inter(comm, &c->is_inter);
     PMPI_Comm_rank(comm, &c->rank);
     if (c->is_inter) {
@@ -171,7 +223,7 @@ static ftw_comm_t *comm_insert(ftw_comm_t *c, uint64_t id)
 {
     ftw_comm_t *old;
 
-    pthread_mutex_lock(&comm_lock);
+    ftw_mt_lock(&comm_lock);
     old = comm_find_locked(c->user);
     if (id == 0 && expected_list != NULL)
         id = expected_take_locked(c->user);
@@ -181,7 +233,7 @@ static ftw_comm_t *comm_insert(ftw_comm_t *c, uint64_t id)
     } else {
         set_id_locked(old, id);
     }
-    pthread_mutex_unlock(&comm_lock);
+    ftw_mt_unlock(&comm_lock);
     if (old != NULL) {
         comm_free_record(c);
         return old;
@@ -190,13 +242,15 @@ static ftw_comm_t *comm_insert(ftw_comm_t *c, uint64_t id)
     return c;
 }
 
-ftw_status_t ftw_comm_track(MPI_Comm comm, uint64_t id)
+ftw_status_t ftw_comm_track(MPI_Comm comm, uint64_t id,
+                            const ftw_comm_t *like)
 {
     ftw_comm_t *c;
 
     if (comm == MPI_COMM_NULL)
         return FTW_OK;
-    c = comm_new(comm);
+    c = like != NULL && !like->is_inter ? comm_new_like(comm, like)
+                                        : comm_new(comm);
     if (c == NULL)
         return FTW_ST_NO_MEMORY;
     comm_insert(c, c->is_inter ? 0 : id);
@@ -213,26 +267,15 @@ uint64_t ftw_comm_next_id(ftw_comm_t *parent)
 /* A hash of group's members in order, as world ranks. */
 static uint64_t group_hash(MPI_Group group, int tag)
 {
-    MPI_Group world;
-    int n = 0, *ranks, *w;
+    int n = 0, *w;
     uint64_t h = mix(0x6B1D, (uint64_t)(uint32_t)tag);
 
     PMPI_Group_size(group, &n);
-    ranks = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    w = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    if (ranks == NULL || w == NULL) {
-        free(ranks);
-        free(w);
+    w = group_world_ranks(group, n);
+    if (w == NULL)
         return 0;
-    }
-    for (int i = 0; i < n; i++)
-        ranks[i] = i;
-    PMPI_Comm_group(MPI_COMM_WORLD, &world);
-    PMPI_Group_translate_ranks(group, n, ranks, world, w);
-    PMPI_Group_free(&world);
     for (int i = 0; i < n; i++)
         h = mix(h, (uint64_t)(uint32_t)w[i]);
-    free(ranks);
     free(w);
     return h;
 }
@@ -248,7 +291,7 @@ uint64_t ftw_comm_next_group_id(ftw_comm_t *parent, MPI_Group group, int tag)
     if (key == 0)
         return 0;
     /* Threads may make groups of one parent at once (with other tags). */
-    pthread_mutex_lock(&comm_lock);
+    ftw_mt_lock(&comm_lock);
     HASH_FIND(hh, parent->group_seq, &key, sizeof(key), g);
     if (g == NULL && (g = calloc(1, sizeof(*g))) != NULL) {
         g->key = key;
@@ -256,7 +299,7 @@ uint64_t ftw_comm_next_group_id(ftw_comm_t *parent, MPI_Group group, int tag)
     }
     if (g != NULL)
         id = mix(mix(parent->id, key), ++g->seq);
-    pthread_mutex_unlock(&comm_lock);
+    ftw_mt_unlock(&comm_lock);
     return id;
 }
 
@@ -288,19 +331,19 @@ void ftw_comm_expect(MPI_Comm comm, uint64_t id)
         return;
     e->comm = comm;
     e->id = id;
-    pthread_mutex_lock(&comm_lock);
+    ftw_mt_lock(&comm_lock);
     e->next = expected_list;
     expected_list = e;
-    pthread_mutex_unlock(&comm_lock);
+    ftw_mt_unlock(&comm_lock);
 }
 
 ftw_comm_t *ftw_comm_by_id(uint64_t id)
 {
     ftw_comm_t *c;
 
-    pthread_mutex_lock(&comm_lock);
+    ftw_mt_lock(&comm_lock);
     HASH_FIND(hh_id, id_table, &id, sizeof(id), c);
-    pthread_mutex_unlock(&comm_lock);
+    ftw_mt_unlock(&comm_lock);
     return c;
 }
 
@@ -310,9 +353,9 @@ ftw_comm_t *ftw_comm_get(MPI_Comm comm)
 
     if (comm == MPI_COMM_NULL)
         return NULL;
-    pthread_mutex_lock(&comm_lock);
+    ftw_mt_lock(&comm_lock);
     c = comm_find_locked(comm);
-    pthread_mutex_unlock(&comm_lock);
+    ftw_mt_unlock(&comm_lock);
     if (c != NULL)
         return c;
     c = comm_new(comm);
@@ -324,7 +367,7 @@ uint64_t ftw_comm_untrack(MPI_Comm comm)
     ftw_comm_t *c;
     uint64_t id;
 
-    pthread_mutex_lock(&comm_lock);
+    ftw_mt_lock(&comm_lock);
     c = comm_find_locked(comm);
     if (c != NULL) {
         HASH_DEL(comm_table, c);
@@ -332,7 +375,7 @@ uint64_t ftw_comm_untrack(MPI_Comm comm)
             HASH_DELETE(hh_id, id_table, c);
     }
     expected_take_locked(comm);
-    pthread_mutex_unlock(&comm_lock);
+    ftw_mt_unlock(&comm_lock);
     if (c == NULL)
         return 0;
     id = c->id;
@@ -469,7 +512,7 @@ void ftw_comm_table_clear(void)
 {
     ftw_comm_t *c, *tmp;
 
-    pthread_mutex_lock(&comm_lock);
+    ftw_mt_lock(&comm_lock);
     HASH_CLEAR(hh_id, id_table);
     HASH_ITER(hh, comm_table, c, tmp) {
         HASH_DEL(comm_table, c);
@@ -481,5 +524,5 @@ void ftw_comm_table_clear(void)
         expected_list = e->next;
         free(e);
     }
-    pthread_mutex_unlock(&comm_lock);
+    ftw_mt_unlock(&comm_lock);
 }

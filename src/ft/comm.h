@@ -77,8 +77,12 @@ typedef struct ftw_comm {
 #define FTW_COMM_ID_SELF 2
 
 /* Start tracking a communicator the MPI just returned to the user, with
- * id (0: none); no-op for MPI_COMM_NULL or one already tracked. */
-ftw_status_t ftw_comm_track(MPI_Comm comm, uint64_t id);
+ * id (0: none); no-op for MPI_COMM_NULL or one already tracked.  like: a
+ * tracked intracommunicator whose members comm has in the same order (a
+ * duplicate's parent), whose record gives them without asking the MPI;
+ * or NULL. */
+ftw_status_t ftw_comm_track(MPI_Comm comm, uint64_t id,
+                            const ftw_comm_t *like);
 
 /* The id of the next communicator made from parent over all of its
  * members (dup, split, create, topologies, shrink...): every member counts

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "detect/detect.h"
+#include "ft/lock.h"
 #include "ft/request.h"
 #include "util/log.h"
 
@@ -29,7 +30,7 @@ int ftw_ctl_init(void)
 
 void ftw_ctl_fini(void)
 {
-    pthread_mutex_lock(&ctl_lock);
+    ftw_mt_lock(&ctl_lock);
     while (parked != NULL) {
         ftw_ctl_msg_t *m = parked;
 
@@ -37,7 +38,7 @@ void ftw_ctl_fini(void)
         free(m);
     }
     parked_tail = &parked;
-    pthread_mutex_unlock(&ctl_lock);
+    ftw_mt_unlock(&ctl_lock);
 }
 
 static void park_locked(ftw_ctl_msg_t *m)
@@ -128,7 +129,7 @@ ftw_ctl_msg_t *ftw_ctl_take(int tag, ftw_ctl_match_fn_t match, void *arg)
 {
     ftw_ctl_msg_t *m;
 
-    pthread_mutex_lock(&ctl_lock);
+    ftw_mt_lock(&ctl_lock);
     sweep_locked();
     m = unpark_locked(tag, match, arg);
     while (m == NULL) {
@@ -140,7 +141,21 @@ ftw_ctl_msg_t *ftw_ctl_take(int tag, ftw_ctl_match_fn_t match, void *arg)
         park_locked(m);
         m = NULL;
     }
-    pthread_mutex_unlock(&ctl_lock);
+    ftw_mt_unlock(&ctl_lock);
+    return m;
+}
+
+ftw_ctl_msg_t *ftw_ctl_take_parked(int tag, ftw_ctl_match_fn_t match,
+                                   void *arg)
+{
+    ftw_ctl_msg_t *m;
+
+    if (parked == NULL)
+        return NULL;
+    ftw_mt_lock(&ctl_lock);
+    sweep_locked();
+    m = unpark_locked(tag, match, arg);
+    ftw_mt_unlock(&ctl_lock);
     return m;
 }
 

@@ -62,6 +62,10 @@ void ftw_ctl_fini(void);
  * with free(). */
 typedef int (*ftw_ctl_match_fn_t)(const ftw_ctl_hdr_t *hdr, void *arg);
 ftw_ctl_msg_t *ftw_ctl_take(int tag, ftw_ctl_match_fn_t match, void *arg);
+/* As ftw_ctl_take, but only among the parked messages (no MPI call): for
+ * exchanges that some other exchange's ftw_ctl_take keeps fed. */
+ftw_ctl_msg_t *ftw_ctl_take_parked(int tag, ftw_ctl_match_fn_t match,
+                                   void *arg);
 
 /* Wait for a send on the channel to world rank peer; one to a process
  * that died meanwhile is given up (the MPI keeps the request). */

@@ -6,6 +6,7 @@
 #include "ft/comm.h"
 #include "ft/ctl.h"
 #include "ft/ft.h"
+#include "ft/lock.h"
 #include "ft/op.h"
 #include "ft/request.h"
 #include "ft/ulfm.h"
@@ -109,8 +110,8 @@ int ftw_init_after(int rc)
     if (ftw_ctl_init() != MPI_SUCCESS)
         ftw_error("no control channel: agreements, revocation and the "
                   "finalize barrier will not work");
-    ftw_comm_track(MPI_COMM_WORLD, FTW_COMM_ID_WORLD);
-    ftw_comm_track(MPI_COMM_SELF, FTW_COMM_ID_SELF);
+    ftw_comm_track(MPI_COMM_WORLD, FTW_COMM_ID_WORLD, NULL);
+    ftw_comm_track(MPI_COMM_SELF, FTW_COMM_ID_SELF, NULL);
     if (ftw_cfg.print_config && world_rank == 0)
         ftw_config_print(stdout);
     ftw_running = 1;

@@ -1,6 +1,8 @@
 /* The request table and the graveyard. */
 #include "ft/request.h"
 
+#include "ft/lock.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -13,6 +15,7 @@
 #include "detect/detect.h"
 #include "rndv/rndv.h"
 #include "ft/bounce.h"
+#include "ft/lock.h"
 #include "ft/quarantine.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -38,14 +41,12 @@ static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Only a process whose threads may call MPI at once pays for the lock. */
 static inline void req_table_lock(void)
 {
-    if (ftw_threaded)
-        pthread_mutex_lock(&req_lock);
+    ftw_mt_lock(&req_lock);
 }
 
 static inline void req_table_unlock(void)
 {
-    if (ftw_threaded)
-        pthread_mutex_unlock(&req_lock);
+    ftw_mt_unlock(&req_lock);
 }
 
 /* A free entry for req, the table locked; NULL (unlocked) if out of

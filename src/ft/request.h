@@ -54,7 +54,6 @@ typedef struct ftw_req {
 } ftw_req_t;
 
 extern int ftw_req_count;   /* entries in the table; 0 skips lookups */
-extern int ftw_threaded;    /* set at MPI_Init for MPI_THREAD_MULTIPLE */
 
 /* Record req (after a successful native post). */
 void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info);

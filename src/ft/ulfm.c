@@ -361,7 +361,7 @@ static int shrink_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
         if (!is_predefined_eh(eh))
             PMPI_Errhandler_free(&eh);
     }
-    ftw_comm_track(nc, ftw_comm_next_id(c));
+    ftw_comm_track(nc, ftw_comm_next_id(c), NULL);
     ftw_stat_add(FTW_STAT_SHRINKS, 1);
     *(MPI_Comm *)out = nc;
     return MPI_SUCCESS;
