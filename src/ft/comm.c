@@ -115,64 +115,43 @@ static void comm_free_record(ftw_comm_t *c)
     free(c);
 }
 
-/* A record with the user's handle and nothing else known. */
-static ftw_comm_t *comm_alloc(MPI_Comm comm)
+/* The record of comm.  like: a record whose members comm has in the same
+ * order (a duplicate's parent, an intracommunicator), copied instead of
+ * asking the MPI; or NULL. */
+static ftw_comm_t *comm_new(MPI_Comm comm, const ftw_comm_t *like)
 {
     ftw_comm_t *c = calloc(1, sizeof(*c));
+    MPI_Group g;
 
     if (c == NULL)
-        return NULL;
+        goto err;
     c->user = comm;
     c->native = comm;
     c->coll = comm;
     c->p2p = comm;
     c->coll_active = 1;
-    return c;
-}
-
-/* The record of comm, an intracommunicator over like's members in like's
- * order (a duplicate): no group queries. */
-static ftw_comm_t *comm_new_like(MPI_Comm comm, const ftw_comm_t *like)
-{
-    ftw_comm_t *c = comm_alloc(comm);
-
-    if (c == NULL)
-        goto err;
-    c->rank = like->rank;
-    c->size = like->size;
-    c->nsurv = like->size;
-    c->peer_world = malloc(sizeof(int) * (size_t)(c->size ? c->size : 1));
-    if (c->peer_world == NULL)
-        goto err_free;
-    memcpy(c->peer_world, like->peer_world, sizeof(int) * (size_t)c->size);
-    return c;
-
-err_free:
-    comm_free_record(c);
-err:
-    ftw_error("out of memory for a communicator record");
-    return NULL;
-}
-
-static ftw_comm_t *comm_new(MPI_Comm comm)
-{
-    ftw_comm_t *c = comm_alloc(comm);
-    MPI_Group g;
-
-    if (c == NULL)
-        goto err;
-    PMPI_Comm_test_inter(comm, &c->is_inter);
-    PMPI_Comm_rank(comm, &c->rank);
-    if (c->is_inter) {
-        PMPI_Comm_remote_size(comm, &c->size);
-        PMPI_Comm_remote_group(comm, &g);
+    if (like != NULL && !like->is_inter) {
+        c->rank = like->rank;
+        c->size = like->size;
+        c->peer_world = malloc(sizeof(int) *
+                               (size_t)(c->size ? c->size : 1));
+        if (c->peer_world != NULL)
+            memcpy(c->peer_world, like->peer_world,
+                   sizeof(int) * (size_t)c->size);
     } else {
-        PMPI_Comm_size(comm, &c->size);
-        PMPI_Comm_group(comm, &g);
+        PMPI_Comm_test_inter(comm, &c->is_inter);
+        PMPI_Comm_rank(comm, &c->rank);
+        if (c->is_inter) {
+            PMPI_Comm_remote_size(comm, &c->size);
+            PMPI_Comm_remote_group(comm, &g);
+        } else {
+            PMPI_Comm_size(comm, &c->size);
+            PMPI_Comm_group(comm, &g);
+        }
+        c->peer_world = group_world_ranks(g, c->size);
+        PMPI_Group_free(&g);
     }
-    c->peer_world = group_world_ranks(g, c->size);
     c->nsurv = c->size;
-    PMPI_Group_free(&g);
     if (c->peer_world == NULL)
         goto err_free;
     if (c->is_inter) {
@@ -249,8 +228,7 @@ ftw_status_t ftw_comm_track(MPI_Comm comm, uint64_t id,
 
     if (comm == MPI_COMM_NULL)
         return FTW_OK;
-    c = like != NULL && !like->is_inter ? comm_new_like(comm, like)
-                                        : comm_new(comm);
+    c = comm_new(comm, like);
     if (c == NULL)
         return FTW_ST_NO_MEMORY;
     comm_insert(c, c->is_inter ? 0 : id);
@@ -358,7 +336,7 @@ ftw_comm_t *ftw_comm_get(MPI_Comm comm)
     ftw_mt_unlock(&comm_lock);
     if (c != NULL)
         return c;
-    c = comm_new(comm);
+    c = comm_new(comm, NULL);
     return c ? comm_insert(c, 0) : NULL;
 }
 
