@@ -9,6 +9,7 @@
 #include "ft/cut.h"
 #include "ft/ft.h"
 #include "ft/op.h"
+#include "ft/lock.h"
 #include "ft/quarantine.h"
 #include "ft/ulfm.h"
 #include "util/log.h"
@@ -361,7 +362,13 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
 #if defined(OPEN_MPI)
     blocking = 1;
 #else
-    PMPI_Comm_test_inter(co->native, &blocking);
+    /* MPICH 4.0 under MPI_THREAD_MULTIPLE: a nonblocking duplicate in one
+     * thread and blocking creations in others take turns for context ids
+     * so slowly that a program of such threads runs minutes instead of
+     * seconds (its test/mpi threads/comm/comm_create_group_threads). */
+    blocking = ftw_threaded;
+    if (!blocking)
+        PMPI_Comm_test_inter(co->native, &blocking);
 #endif
 #ifndef FTW_HAVE_MPI_COMM_IDUP_WITH_INFO
     if (info != MPI_INFO_NULL)

@@ -97,6 +97,14 @@ int ftw_init_after(int rc)
         ftw_error("the failure detector could not start: failures of "
                   "other processes will not be noticed (see the messages "
                   "above)");
+    if (ftw_threaded && ftw_idle_sleep && ftw_cfg.idle == FTW_IDLE_AUTO) {
+        /* Threads that wait share the MPI's progress: one sleeping
+         * between polls holds up the transfers the others wait for (a
+         * thread per peer exchanging large messages ran minutes instead
+         * of seconds on an oversubscribed host). */
+        ftw_idle_sleep = 0;
+        ftw_debug("MPI_THREAD_MULTIPLE: waiting calls spin");
+    }
     ftw_fast_wait_init();
 
     if (ftw_threaded && ftw_cfg.rndv_threshold != 0)
