@@ -464,6 +464,17 @@ def body_comm_free(f):
             "    return rc;\n" % (arg, arg, f.call(f.pname)))
 
 
+def body_win_life(f):
+    """Window creation and release: counted once the MPI has done it."""
+    return ("    int rc;\n\n"
+            "    ftw_wrap_check();\n"
+            "    rc = %s;\n"
+            "    if (rc == MPI_SUCCESS)\n"
+            "        ftw_win_count(%d);\n"
+            "    return rc;\n"
+            % (f.call(f.pname), -1 if f.name == "MPI_Win_free" else 1))
+
+
 def body_core(f):
     """The family core in src/ft has the MPI's own signature."""
     return "    return %s;\n" % f.call(
@@ -743,6 +754,8 @@ def body_for(f):
         return body_coll(f)
     if f.family == "comm_free":
         return body_comm_free(f)
+    if f.family == "win_life":
+        return body_win_life(f)
     if f.variadic:
         return body_variadic(f)
     return body_passthrough(f)

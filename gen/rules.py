@@ -130,6 +130,10 @@ RULES = [
     (r"MPIX_Comm_(shrink|agree)", "ulfm", {BLOCKS, COLLECTIVE, CORE}),
     (r"MPIX_Comm_(failure_ack|failure_get_acked)", "ulfm", {CORE}),
 
+    # Windows: counted while they exist (src/ft/op.c, the idle policy).
+    (r"MPI_Win_(create|allocate|allocate_shared|create_dynamic|free)" + _LC,
+     "win_life", set()),
+
     # Local calls with no failure semantics: checked passthrough.  Whole
     # object families by prefix (datatypes, groups, info, files, windows,
     # the tools interface, sessions) ...

@@ -9,7 +9,12 @@
  *    uses less than 0.4 s of CPU time in that thread (spinning would use
  *    about 1 s);
  *  - the second MPI_Recv, whose message comes at once, gets it intact;
- *  - the same for a blocked MPI_Wait on an MPI_Irecv.
+ *  - the same for a blocked MPI_Wait on an MPI_Irecv;
+ *  - with a window open (MPI_Win_create over both ranks), the same blocked
+ *    MPI_Recv spins instead (0.4 s of CPU or more: other processes'
+ *    passive-target operations on the window move only when its owner
+ *    polls), and rank 0's MPI_Put into the window under an exclusive lock,
+ *    made while rank 1 waits, lands intact.
  */
 #define _GNU_SOURCE
 #include "tap.h"
@@ -57,7 +62,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    tap_plan(4);
+    tap_plan(6);
     for (int nb = 0; nb < 2; nb++) {
         double cpu = 0;
         int ok1 = 1, ok2 = 1;
@@ -85,6 +90,50 @@ int main(int argc, char **argv)
         }
         tap_ok(ok2, "%s of a message sent at once: intact",
                nb ? "MPI_Irecv + MPI_Wait" : "MPI_Recv");
+    }
+    {
+        unsigned char *base = NULL;
+        double cpu = 0;
+        MPI_Win win;
+        int ok = 1, rc;
+
+        if (rank == 1)
+            base = calloc(1, LEN);
+        rc = MPI_Win_create(base, rank == 1 ? LEN : 0, 1, MPI_INFO_NULL,
+                            MPI_COMM_WORLD, &win);
+        if (rc != MPI_SUCCESS) {
+            tap_diag("MPI_Win_create failed (%d)", rc);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        if (rank == 0) {
+            sleep(1);
+            tap_fill(buf, LEN, 40);
+            ok = MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win) == MPI_SUCCESS &&
+                 MPI_Put(buf, LEN, MPI_BYTE, 1, 0, LEN, MPI_BYTE, win) ==
+                     MPI_SUCCESS &&
+                 MPI_Win_unlock(1, win) == MPI_SUCCESS;
+            tap_fill(buf, LEN, 30);
+            ok &= MPI_Send(buf, LEN, MPI_BYTE, 1, 1, MPI_COMM_WORLD) ==
+                  MPI_SUCCESS;
+        } else {
+            ok = recv_one(0, 30, &cpu);
+            if (cpu < 0.4)
+                tap_diag("MPI_Recv blocked 1 s with a window used %.3f s "
+                         "of CPU", cpu);
+            ok &= cpu >= 0.4;
+        }
+        tap_ok(ok, "MPI_Recv blocked about 1 s with a window open: "
+               "message intact, 0.4 s of CPU or more (spins)");
+        ok = MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS;
+        if (rank == 1) {
+            MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, win);
+            ok &= tap_check(base, LEN, 40);
+            MPI_Win_unlock(1, win);
+        }
+        tap_ok(ok, "MPI_Put under an exclusive lock while the owner "
+               "waited: intact");
+        MPI_Win_free(&win);
+        free(base);
     }
     MPI_Finalize();
     return tap_status();

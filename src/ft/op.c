@@ -441,12 +441,22 @@ int ftw_poll_changed(ftw_poll_t *p)
 #define FTW_SPINS_BEFORE_YIELD 20000
 #define FTW_SPINS_BEFORE_SLEEP 2000
 
+static _Atomic int windows;     /* made here and not freed */
+
+void ftw_win_count(int delta)
+{
+    atomic_fetch_add_explicit(&windows, delta, memory_order_relaxed);
+}
+
 /* Waiting long: give the core to the processes this one waits for (jobs
  * often have more ranks than cores).  Spinning, now and then, so a waiter
- * that has the core to itself loses little; or sleeping (FTW_IDLE). */
+ * that has the core to itself loses little; or sleeping (FTW_IDLE), but
+ * not while this process has a window: other processes' passive-target
+ * operations on it move only when it polls. */
 static inline void poll_backoff(unsigned spins)
 {
-    if (ftw_idle_sleep) {
+    if (ftw_idle_sleep &&
+        atomic_load_explicit(&windows, memory_order_relaxed) == 0) {
         if (spins > FTW_SPINS_BEFORE_SLEEP)
             ftw_detect_pause();
     } else if (spins > FTW_SPINS_BEFORE_YIELD && (spins & 15) == 0) {

@@ -181,6 +181,10 @@ int ftw_poll_changed(ftw_poll_t *p);
 /* One idle turn: run pending work, back off when waiting long. */
 void ftw_poll_idle(ftw_poll_t *p);
 
+/* A window was made (+1) or freed (-1) here: while any exists, waiting
+ * calls do not sleep (FTW_IDLE). */
+void ftw_win_count(int delta);
+
 /* Check a pending request against the failures: returns FTW_PENDING_CODE
  * if it may still complete, else the MPI error code it completed with
  * (MPI_SUCCESS if it finished after all).  blocking: a wildcard receive
