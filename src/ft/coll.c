@@ -431,16 +431,13 @@ static int create_agree(ftw_comm_t *parent, int ok,
                       small : malloc((size_t)parent->size + 1);
     ftw_agree_t *a;
     int all_ok = 0;
+    int posted = failed != NULL &&
+                 ftw_agree_post(parent, NULL, ok, &a) == MPI_SUCCESS;
 
-    if (failed == NULL || ftw_agree_post(parent, NULL, ok, &a) !=
-                          MPI_SUCCESS) {
-        if (track != NULL)
-            track(arg);
-    } else {
-        if (track != NULL)
-            track(arg);
+    if (track != NULL)
+        track(arg);
+    if (posted)
         ftw_agree_wait(a, failed, &all_ok);
-    }
     if (failed != small)
         free(failed);
     return all_ok;
