@@ -64,7 +64,7 @@ build/$(1)/libftwrap.so: $$(OBJS_$(1)) build/$(1)/wrap/.stamp src/ftwrap.map wra
 	  mpicc.$(1) $$(CFLAGS_COMMON) -Ibuild/$(1)/wrap -c $$$$f \
 	    -o build/$(1)/wrapobj/$$$$(basename $$$${f%.c}).o || exit 1; \
 	done
-	mpicc.$(1) -shared -Wl,--version-script=src/ftwrap.map -Wl,-z,defs \
+	mpicc.$(1) -shared -Wl,-soname,libftwrap.so -Wl,--version-script=src/ftwrap.map -Wl,-z,defs \
 	  -o $$@ $$(OBJS_$(1)) build/$(1)/wrapobj/*.o -lunwind -libverbs -lpthread
 
 build/$(1)/tests/%: tests/%.c $$(wildcard tests/*.h) include/ftwrap.h include/mpi-ext.h build/$(1)/libftwrap.so
@@ -109,6 +109,8 @@ check: all
 	MPIS="$(MPIS)" prove tests/gen_coverage.sh || st=1; \
 	echo "=== ftwrun's command line and remote records ==="; \
 	MPIS="$(MPIS)" prove tests/ftwrun_cli.sh || st=1; \
+	echo "=== the installed ftwrap, a ULFM program built with pkg-config ==="; \
+	MPIS="$(MPIS)" prove tests/install.sh || st=1; \
 	echo "=== jobs across hosts that lose one (cluster lab) ==="; \
 	{ scripts/setup --cluster && MPIS="$(MPIS)" prove -v tests/cluster.sh; } || st=1; \
 	echo "=== verbs transport in the soft-RoCE lab ==="; \

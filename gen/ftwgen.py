@@ -621,6 +621,7 @@ def body_post(f, names, comm, peer, kind, request, peer2=None, rbuf=None):
         out += BOUNCE_ON
     if PERSISTENT_ in f.attrs:
         out += "    op.info.persistent = 1;\n"
+    out += "    op.posts = 1;\n"
     if peer2:
         out += "    ftw_op_set_peer2(&op, %s);\n" % peer2
     out += refused("MPI_STATUS_IGNORE",

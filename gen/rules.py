@@ -57,6 +57,7 @@ RULES = [
     (r"MPI_Finalized", "local", {CORE}),
     (r"MPI_Error_class", "local", {CORE}),
     (r"MPI_Error_string", "local", {CORE}),
+    (r"MPI_Comm_get_attr", "local", {CORE}),     # MPIX_FT (mpi-ext.h)
     (r"MPI_Abort", "local", {CORE}),
     (r"MPI_Type_free", "local", {CORE}),
     (r"MPI_(Initialized|Query_thread|Is_thread_main)", "local", set()),

@@ -19,14 +19,6 @@ extern "C" {
 #define FTWRAP_VERSION_MAJOR 0
 #define FTWRAP_VERSION_MINOR 1
 
-/* The first class MPI_Add_error_class returns in a fresh process. */
-#if defined(OPEN_MPI)
-#define FTW_ERR_FIRST_ (MPI_ERR_LASTCODE + 1)
-#elif defined(MPICH)
-#define FTW_ERR_FIRST_ 0x40000001
-#else
-#error "ftwrap supports Open MPI and MPICH"
-#endif
 
 /*
  * Error classes.  MPI_Error_class() and MPI_Error_string() work on them.
@@ -35,28 +27,59 @@ extern "C" {
  *                              (a receive or collective whose data the
  *                              dead process stopped sending may hold part
  *                              of it; nothing writes the buffer later)
- * FTW_ERR_ANY_SOURCE_DISABLED  MPI_ANY_SOURCE receives are disabled on this
- *                              communicator after a failure; the request
- *                              stays pending (re-enable, cancel or wait)
+ * FTW_ERR_ANY_SOURCE_DISABLED  a nonblocking MPI_ANY_SOURCE receive cannot
+ *                              complete while a failure on its communicator
+ *                              is not acknowledged; the request stays
+ *                              pending (acknowledge or re-enable, then wait
+ *                              again; or cancel it)
  * FTW_ERR_DRAINED              the request was cancelled by a drain
  * FTW_ERR_BUFFER_UNUSABLE      a failed transfer might still write the
  *                              receive buffer; it is quarantined
  * FTW_ERR_INTERRUPTED          interrupt mode: a new failure was seen
  *                              while the call blocked
  *
- * ULFM (mpi-ext.h): a program that calls the ULFM interface gets
- * MPIX_ERR_PROC_FAILED instead of FTW_ERR_PROC_FAIL_STOP, and
- * MPIX_ERR_PROC_FAILED_PENDING instead of FTW_ERR_ANY_SOURCE_DISABLED
- * (FTW_ULFM=on|off|auto decides; see mpi-ext.h).  On Open MPI ftwrap
- * registers ULFM's three classes right after these, so they are
- * FTW_ERR_LAST_ + 1, + 2, + 3; on MPICH they are MPICH's own.
+ * One class means "a process failed" whichever interface a program was
+ * written for: FTW_ERR_PROC_FAIL_STOP is ULFM's MPIX_ERR_PROC_FAILED and
+ * FTW_ERR_ANY_SOURCE_DISABLED is MPIX_ERR_PROC_FAILED_PENDING (mpi-ext.h),
+ * the same value, returned as the class itself (not a code of it).  On
+ * MPICH they are MPICH's own MPIX_ classes (101, 102; MPIX_ERR_REVOKED is
+ * 103), so a program built against MPICH's mpi.h alone compares them
+ * right.  On Open MPI 4.1, which has no ULFM, ftwrap registers them at
+ * MPI_Init in this order, MPIX_ERR_REVOKED last; the others are
+ * registered after MPICH's classes.  MPI_Init fails loudly if the MPI
+ * hands out other values (a program that registered classes before
+ * MPI_Init, or a library built for another MPI).
+ *
+ * Where ftwrap's interface and ULFM differ on wildcard receives: a
+ * blocking MPI_Recv, MPI_Probe or MPI_Iprobe from MPI_ANY_SOURCE while a
+ * failure is unacknowledged fails with FTW_ERR_PROC_FAIL_STOP, as in
+ * ULFM (it has no request to leave pending); a nonblocking one is posted
+ * and its wait or test reports FTW_ERR_ANY_SOURCE_DISABLED without
+ * completing, also as in ULFM.  FTW_Comm_reenable_any_source and
+ * MPIX_Comm_failure_ack / MPIX_Comm_ack_failed both acknowledge.
  */
+#if defined(OPEN_MPI)
+/* The first class MPI_Add_error_class returns in a fresh process. */
+#define FTW_ERR_FIRST_              (MPI_ERR_LASTCODE + 1)
 #define FTW_ERR_PROC_FAIL_STOP      (FTW_ERR_FIRST_ + 0)
 #define FTW_ERR_ANY_SOURCE_DISABLED (FTW_ERR_FIRST_ + 1)
 #define FTW_ERR_DRAINED             (FTW_ERR_FIRST_ + 2)
 #define FTW_ERR_BUFFER_UNUSABLE     (FTW_ERR_FIRST_ + 3)
 #define FTW_ERR_INTERRUPTED         (FTW_ERR_FIRST_ + 4)
+#define FTW_ERR_REVOKED_            (FTW_ERR_FIRST_ + 5)
+#define FTW_ERR_LAST_               FTW_ERR_REVOKED_
+#elif defined(MPICH)
+#define FTW_ERR_FIRST_              0x40000001
+#define FTW_ERR_PROC_FAIL_STOP      (MPIX_ERR_PROC_FAILED)
+#define FTW_ERR_ANY_SOURCE_DISABLED (MPIX_ERR_PROC_FAILED_PENDING)
+#define FTW_ERR_DRAINED             (FTW_ERR_FIRST_ + 0)
+#define FTW_ERR_BUFFER_UNUSABLE     (FTW_ERR_FIRST_ + 1)
+#define FTW_ERR_INTERRUPTED         (FTW_ERR_FIRST_ + 2)
+#define FTW_ERR_REVOKED_            (MPIX_ERR_REVOKED)
 #define FTW_ERR_LAST_               FTW_ERR_INTERRUPTED
+#else
+#error "ftwrap supports Open MPI and MPICH"
+#endif
 
 /*
  * FTW_Initialized - whether ftwrap is active in this process.

@@ -6,23 +6,17 @@
  * `#include <mpi-ext.h>` finds this file; it includes the MPI's own
  * mpi-ext.h (Open MPI's extensions), if there is one, first:
  *
- *     mpicc -I<prefix>/include prog.c -L<prefix>/lib/ftwrap/openmpi -lftwrap
+ *     mpicc prog.c $(pkg-config --cflags --libs ftwrap-openmpi)   (or -mpich)
  *
- * MPIX_FT is defined, as ULFM programs expect.  The calls need
- * libftwrap.so at run time (LD_PRELOAD, ftwrun or -lftwrap); on Open MPI,
- * whose library lacks them, a program using them must link -lftwrap.
+ * which also links -lftwrap: Open MPI's library has none of the calls
+ * below and MPICH's only five of them.
  *
- * Error classes.  MPIX_ERR_PROC_FAILED, MPIX_ERR_PROC_FAILED_PENDING and
- * MPIX_ERR_REVOKED are MPICH's own values on MPICH (101, 102, 103) and
- * classes ftwrap registers at MPI_Init on Open MPI (right after the FTW_
- * classes).  Which classes a process gets for failures: a ULFM program
- * (one that imports any of the calls below, or runs with FTW_ULFM=on)
- * gets MPIX_ERR_PROC_FAILED where ftwrap's own interface says
- * FTW_ERR_PROC_FAIL_STOP, and MPIX_ERR_PROC_FAILED_PENDING for a pending
- * nonblocking MPI_ANY_SOURCE receive (FTW_ERR_ANY_SOURCE_DISABLED); any
- * other program gets the FTW_ classes (FTW_ULFM=off forces that).
- * MPIX_ERR_REVOKED is the same everywhere.  ULFM calls and FTW_ calls may
- * be mixed on one communicator.
+ * Error classes.  MPIX_ERR_PROC_FAILED is FTW_ERR_PROC_FAIL_STOP and
+ * MPIX_ERR_PROC_FAILED_PENDING is FTW_ERR_ANY_SOURCE_DISABLED: one class
+ * each, whichever interface the program uses (see ftwrap.h).  On MPICH
+ * all three are MPICH's own values (101, 102, 103); on Open MPI they are
+ * classes ftwrap registers at MPI_Init.  ULFM calls and FTW_ calls may be
+ * mixed on one communicator.
  */
 #ifndef FTWRAP_MPI_EXT_H
 #define FTWRAP_MPI_EXT_H
@@ -43,13 +37,18 @@
 extern "C" {
 #endif
 
-#define MPIX_FT 1
+/*
+ * MPIX_FT - an attribute key: MPI_Comm_get_attr(comm, MPIX_FT, &v, &flag)
+ * gives flag 1 and *(int *)v == 1 on every communicator while ftwrap runs
+ * (failures are tolerated).  A constant that no MPI hands out as a key.
+ */
+#define MPIX_FT (-0x4654)
 #define FTWRAP_ULFM 1
 
 #ifndef MPIX_ERR_PROC_FAILED
-#define MPIX_ERR_PROC_FAILED         (FTW_ERR_LAST_ + 1)
-#define MPIX_ERR_PROC_FAILED_PENDING (FTW_ERR_LAST_ + 2)
-#define MPIX_ERR_REVOKED             (FTW_ERR_LAST_ + 3)
+#define MPIX_ERR_PROC_FAILED         FTW_ERR_PROC_FAIL_STOP
+#define MPIX_ERR_PROC_FAILED_PENDING FTW_ERR_ANY_SOURCE_DISABLED
+#define MPIX_ERR_REVOKED             FTW_ERR_REVOKED_
 #endif
 
 /*

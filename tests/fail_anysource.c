@@ -10,8 +10,10 @@
  *     FTW_ERR_PROC_FAIL_STOP, within 5 s of the kill;
  *   - MPI_Wait(reqA) returns FTW_ERR_ANY_SOURCE_DISABLED without completing
  *     it (reqA is not MPI_REQUEST_NULL), and so does MPI_Test (flag 0);
- *   - a new wildcard MPI_Irecv, MPI_Recv and MPI_Iprobe fail at once with
- *     FTW_ERR_ANY_SOURCE_DISABLED;
+ *   - a new wildcard MPI_Irecv is posted, and its MPI_Wait returns
+ *     FTW_ERR_ANY_SOURCE_DISABLED at once without completing it; it then
+ *     cancels; a new wildcard MPI_Recv and MPI_Iprobe fail at once with
+ *     FTW_ERR_PROC_FAIL_STOP (no request to leave pending);
  *   - a directed receive from rank 1 still works meanwhile;
  *   - FTW_Comm_group_failed gives one process, world rank 3, and
  *     FTW_Comm_reenable_any_source returns the same group;
@@ -303,28 +305,42 @@ static void rank0(void)
         "MPI_Test on pending wildcard: not completed (flag %d, request %s)",
         flag, reqA == MPI_REQUEST_NULL ? "MPI_REQUEST_NULL" : "pending");
 
-    /* New wildcard operations fail at once. */
+    /* A new nonblocking wildcard receive is posted; its wait reports the
+     * disabled state without completing.  Calls without a request (a
+     * blocking receive, a probe) fail as the failure itself. */
     req = MPI_REQUEST_NULL;
     t0 = MPI_Wtime();
     rc = MPI_Irecv(small, 4, MPI_BYTE, MPI_ANY_SOURCE, TAG_C, MPI_COMM_WORLD,
                    &req);
     t = MPI_Wtime() - t0;
-    chk_class(rc, FTW_ERR_ANY_SOURCE_DISABLED, "new wildcard MPI_Irecv");
+    chk(rc == MPI_SUCCESS && req != MPI_REQUEST_NULL,
+        "new wildcard MPI_Irecv is posted (got %s, %s request)",
+        class_name(class_of(rc)), req == MPI_REQUEST_NULL ? "no" : "a");
     chk(t < AT_ONCE, "new wildcard MPI_Irecv: returned in %.3f s", t);
+    t0 = MPI_Wtime();
+    rc = req == MPI_REQUEST_NULL ? MPI_ERR_REQUEST : MPI_Wait(&req, &st);
+    t = MPI_Wtime() - t0;
+    chk_class(rc, FTW_ERR_ANY_SOURCE_DISABLED, "MPI_Wait on the new wildcard");
+    chk(t < AT_ONCE && req != MPI_REQUEST_NULL,
+        "MPI_Wait on the new wildcard: at once (%.3f s), still pending", t);
     if (req != MPI_REQUEST_NULL) {
-        chk(0, "new wildcard MPI_Irecv: returned a request");
+        flag = 0;
         MPI_Cancel(&req);
-        MPI_Request_free(&req);
+        rc = MPI_Wait(&req, &st);
+        MPI_Test_cancelled(&st, &flag);
+        chk(rc == MPI_SUCCESS && flag && req == MPI_REQUEST_NULL,
+            "the new wildcard request cancels (got %s, cancelled %d)",
+            class_name(class_of(rc)), flag);
     }
     t0 = MPI_Wtime();
     rc = MPI_Recv(small, 4, MPI_BYTE, MPI_ANY_SOURCE, TAG_C, MPI_COMM_WORLD,
                   &st);
     t = MPI_Wtime() - t0;
-    chk_class(rc, FTW_ERR_ANY_SOURCE_DISABLED, "new wildcard MPI_Recv");
+    chk_class(rc, FTW_ERR_PROC_FAIL_STOP, "new wildcard MPI_Recv");
     chk(t < AT_ONCE, "new wildcard MPI_Recv: returned in %.3f s", t);
     flag = -1;
     rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
-    chk_class(rc, FTW_ERR_ANY_SOURCE_DISABLED, "new wildcard MPI_Iprobe");
+    chk_class(rc, FTW_ERR_PROC_FAIL_STOP, "new wildcard MPI_Iprobe");
 
     /* Directed traffic is not affected. */
     memset(bufD, 0, sizeof bufD);

@@ -4,12 +4,14 @@
  * with an unacknowledged failure and with an acknowledged one, and what a
  * ULFM program sees after a failure.
  *
+ * MPI_Comm_get_attr(MPIX_FT) gives flag 1 and value 1 on MPI_COMM_WORLD
+ * and on a duplicate, and MPI_TAG_UB stays the MPI's.
  * Flags are 0xff minus bit (rank + 1): the AND is 0xff minus the bits of
  * the participating ranks.  Without failures MPIX_Comm_agree on a
  * duplicate c of MPI_COMM_WORLD gives MPI_SUCCESS and 0xe1 on every rank.
  * Then rank 3 SIGKILLs itself.  Once ranks 0-2 know: MPI_Recv from rank 3
- * gives MPIX_ERR_PROC_FAILED (the ULFM class, since this program calls
- * ULFM), an MPI_ANY_SOURCE MPI_Recv gives MPIX_ERR_PROC_FAILED, and
+ * gives MPIX_ERR_PROC_FAILED, an MPI_ANY_SOURCE MPI_Recv gives
+ * MPIX_ERR_PROC_FAILED, and
  * MPIX_Comm_get_failed gives {3}.  Ranks 0 and 1 acknowledge
  * (MPIX_Comm_failure_ack), rank 2 does not: MPIX_Comm_agree gives
  * MPIX_ERR_PROC_FAILED on all three (uniformly) with flag 0xf1.  Rank 2
@@ -130,6 +132,22 @@ static void iagree_and_anysource(MPI_Comm c)
     }
 }
 
+/* MPIX_FT is an attribute key with value 1, as ULFM programs read it;
+ * other keys are the MPI's. */
+static void chk_mpix_ft(MPI_Comm c)
+{
+    int *v = NULL, *ub = NULL, flag = 0, flag_ub = 0, rc, rc_ub;
+
+    rc = MPI_Comm_get_attr(c, MPIX_FT, &v, &flag);
+    chk(rc == MPI_SUCCESS && flag && v != NULL && *v == 1,
+        "MPI_Comm_get_attr(MPIX_FT): %s, flag %d, value %d",
+        class_name(class_of(rc)), flag, v ? *v : -1);
+    rc_ub = MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag_ub);
+    chk(rc_ub == MPI_SUCCESS && flag_ub && ub != NULL && *ub >= 32767,
+        "MPI_Comm_get_attr(MPI_TAG_UB) is still the MPI's: flag %d, %d",
+        flag_ub, ub ? *ub : -1);
+}
+
 int main(int argc, char **argv)
 {
     static const int surv[NSURV] = {0, 1, 2};
@@ -140,6 +158,10 @@ int main(int argc, char **argv)
         return 0;
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    if (rank != VICTIM) {
+        chk_mpix_ft(MPI_COMM_WORLD);
+        chk_mpix_ft(c);
+    }
     flag = my_flag();
     rc = MPIX_Comm_agree(c, &flag);
     chk_agree(rc, flag, MPI_SUCCESS, 0xe1, "MPIX_Comm_agree, no failure");

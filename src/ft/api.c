@@ -1,5 +1,5 @@
 /* ftwrap's own calls (FTW_*) and MPI calls ftwrap answers itself. */
-#include "ftwrap.h"
+#include "mpi-ext.h"
 #include "ft/comm.h"
 #include "ft/ft.h"
 #include "ft/op.h"
@@ -37,6 +37,32 @@ FTW_EXPORT int FTW_Comm_reenable_any_source(MPI_Comm comm,
         return MPI_ERR_NO_MEM;
     c->nacked = n;
     return MPI_SUCCESS;
+}
+
+/* MPIX_FT (mpi-ext.h) is ftwrap's attribute; every other key is the
+ * MPI's. */
+static int attr_ft(MPI_Comm comm, void *value, int *flag)
+{
+    static int yes = 1;
+    void *ub;
+    int has, rc;
+
+    /* The MPI checks comm as for any key (and raises as it would). */
+    rc = PMPI_Comm_get_attr(comm, MPI_TAG_UB, &ub, &has);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (value == NULL || flag == NULL)
+        return ftw_raise(comm, MPI_ERR_ARG, "MPI_Comm_get_attr", -1);
+    *(int **)value = &yes;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+int ftw_comm_get_attr(MPI_Comm comm, int keyval, void *value, int *flag)
+{
+    if (keyval == MPIX_FT)
+        return attr_ft(comm, value, flag);
+    return PMPI_Comm_get_attr(comm, keyval, value, flag);
 }
 
 int ftw_error_class(int code, int *cls)

@@ -335,7 +335,7 @@ static int all_result(reqset_t *s, MPI_Status sts[], const char *name)
     if (!bad)
         return MPI_SUCCESS;
     for (int i = 0; i < s->n && sts != MPI_STATUSES_IGNORE; i++)
-        sts[i].MPI_ERROR = ftw_ulfm_code(s->err[i]);
+        sts[i].MPI_ERROR = s->err[i];
     return reqset_raise(s, name, MPI_ERR_IN_STATUS);
 }
 
@@ -605,7 +605,7 @@ static int some_common(int n, MPI_Request reqs[], int *outcount,
     }
     if (bad) {
         for (int k = 0; k < *outcount && sts != MPI_STATUSES_IGNORE; k++)
-            sts[k].MPI_ERROR = ftw_ulfm_code(s.err[indices[k]]);
+            sts[k].MPI_ERROR = s.err[indices[k]];
         rc = reqset_raise(&s, name, MPI_ERR_IN_STATUS);
     }
     reqset_fini(&s, reqs);

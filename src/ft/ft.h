@@ -43,6 +43,7 @@ int ftw_finalized(int *flag);
 /* MPI_Error_class: Open MPI 4.1 answers MPI_ERR_UNKNOWN for classes made
  * by MPI_Add_error_class, so ftwrap answers for its own. */
 int ftw_error_class(int code, int *cls);
+int ftw_comm_get_attr(MPI_Comm comm, int keyval, void *value, int *flag);
 
 /* Communicator release: after the native free. */
 void ftw_comm_released(MPI_Comm comm);

@@ -20,35 +20,22 @@ uint32_t ftw_seen_epoch;
 int ftw_running;
 static int world_rank = -1;
 
-/* The FTW_ERR_* classes, registered in this order at MPI_Init so that they
- * get the constant values ftwrap.h gives them. */
+/* The classes ftwrap registers at MPI_Init, in this order, so that they
+ * get the constant values ftwrap.h gives them.  On MPICH the failure
+ * classes are MPICH's own MPIX_ classes and need no registering. */
 static const struct {
     int code;
     const char *name;
-    const char *text;
 } err_classes[] = {
-    { FTW_ERR_PROC_FAIL_STOP, "FTW_ERR_PROC_FAIL_STOP",
-      "FTW_ERR_PROC_FAIL_STOP: a process the operation depends on failed" },
-    { FTW_ERR_ANY_SOURCE_DISABLED, "FTW_ERR_ANY_SOURCE_DISABLED",
-      "FTW_ERR_ANY_SOURCE_DISABLED: MPI_ANY_SOURCE receives are disabled "
-      "on this communicator after a process failure" },
-    { FTW_ERR_DRAINED, "FTW_ERR_DRAINED",
-      "FTW_ERR_DRAINED: the request was cancelled by a drain" },
-    { FTW_ERR_BUFFER_UNUSABLE, "FTW_ERR_BUFFER_UNUSABLE",
-      "FTW_ERR_BUFFER_UNUSABLE: a failed transfer may still write the "
-      "receive buffer; it is quarantined" },
-    { FTW_ERR_INTERRUPTED, "FTW_ERR_INTERRUPTED",
-      "FTW_ERR_INTERRUPTED: the call was interrupted by a new process "
-      "failure" },
 #if defined(OPEN_MPI)
-    /* ULFM's classes (mpi-ext.h); MPICH has its own. */
-    { MPIX_ERR_PROC_FAILED, "MPIX_ERR_PROC_FAILED",
-      "MPIX_ERR_PROC_FAILED: a process the operation depends on failed" },
-    { MPIX_ERR_PROC_FAILED_PENDING, "MPIX_ERR_PROC_FAILED_PENDING",
-      "MPIX_ERR_PROC_FAILED_PENDING: a process failure keeps this "
-      "MPI_ANY_SOURCE request from completing; it is still pending" },
-    { MPIX_ERR_REVOKED, "MPIX_ERR_REVOKED",
-      "MPIX_ERR_REVOKED: the communicator was revoked" },
+    { FTW_ERR_PROC_FAIL_STOP, "FTW_ERR_PROC_FAIL_STOP" },
+    { FTW_ERR_ANY_SOURCE_DISABLED, "FTW_ERR_ANY_SOURCE_DISABLED" },
+#endif
+    { FTW_ERR_DRAINED, "FTW_ERR_DRAINED" },
+    { FTW_ERR_BUFFER_UNUSABLE, "FTW_ERR_BUFFER_UNUSABLE" },
+    { FTW_ERR_INTERRUPTED, "FTW_ERR_INTERRUPTED" },
+#if defined(OPEN_MPI)
+    { MPIX_ERR_REVOKED, "MPIX_ERR_REVOKED" },
 #endif
 };
 
@@ -66,7 +53,7 @@ static void register_error_classes(void)
                       "classes before ftwrap, or ftwrap was built for "
                       "another MPI", err_classes[i].name, code,
                       err_classes[i].code);
-        PMPI_Add_error_string(code, err_classes[i].text);
+        PMPI_Add_error_string(code, ftw_error_text(code));
     }
 }
 
@@ -88,7 +75,6 @@ int ftw_init_after(int rc)
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     ftw_log_set_rank(world_rank);
     register_error_classes();
-    ftw_ulfm_init();
     if (ftw_inject_init(world_rank) != FTW_OK)
         ftw_fatal("FTW_INJECT='%s' is not valid", ftw_cfg.inject);
     if (ftw_inject_armed)
@@ -161,8 +147,7 @@ void ftw_failure_catch_up(void)
     ftw_seen_epoch = epoch;
     ftw_agree_failure_seen();
     /* A revoker that died may have left notices without bells. */
-    if (ftw_ulfm_mode)
-        ftw_revoke_listening = 1;
+    ftw_revoke_listening = 1;
     ftw_revoke_poll();
     ftw_failhandlers_run();
 }

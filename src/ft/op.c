@@ -47,6 +47,7 @@ void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
     op->replay = 0;
     op->info.bounce = NULL;
     op->bounceable = 0;
+    op->posts = 0;
     op->native = comm;
     op->npeer = peer;
     op->npeer2 = FTW_NO_PEER;
@@ -95,7 +96,7 @@ void ftw_status_fail(MPI_Status *status, int code, int source)
         return;
     status->MPI_SOURCE = source;
     status->MPI_TAG = MPI_ANY_TAG;
-    status->MPI_ERROR = ftw_ulfm_code(code);
+    status->MPI_ERROR = code;
     PMPI_Status_set_elements(status, MPI_BYTE, 0);
     PMPI_Status_set_cancelled(status, 0);
 }
@@ -135,7 +136,6 @@ int ftw_raise(MPI_Comm comm, int code, const char *name, int peer)
     char text[MPI_MAX_ERROR_STRING];
     int len;
 
-    code = ftw_ulfm_code(code);
     ftw_stat_add(FTW_STAT_OPS_FAILED, 1);
     if (comm == MPI_COMM_NULL ||
         PMPI_Comm_get_errhandler(comm, &eh) != MPI_SUCCESS)
@@ -273,14 +273,14 @@ static int op_refused_failed(ftw_op_t *op, MPI_Status *status)
         bad = -1;
     if (bad >= 0) {
         code = FTW_ERR_PROC_FAIL_STOP;
-    } else if (op->info.peer == MPI_ANY_SOURCE &&
+    } else if (op->info.peer == MPI_ANY_SOURCE && !op->posts &&
                (op->info.kind == FTW_OP_RECV ||
                 op->info.kind == FTW_OP_PROBE) &&
                ftw_comm_any_disabled(c)) {
-        /* ULFM keeps "pending" for requests that stay pending: a refused
-         * call there is a plain MPIX_ERR_PROC_FAILED. */
-        code = ftw_ulfm_mode ? FTW_ERR_PROC_FAIL_STOP
-                             : FTW_ERR_ANY_SOURCE_DISABLED;
+        /* "Pending" is for requests, which stay pending (a posted
+         * wildcard receive is reported by its wait or test): a call
+         * without one fails as the failure itself. */
+        code = FTW_ERR_PROC_FAIL_STOP;
         ftw_stat_add(FTW_STAT_ANY_DISABLED, 1);
     } else {
         return 0;

@@ -43,6 +43,9 @@ typedef struct {
     MPI_Count rcount;       /* buffer, or a bounce buffer (bounceable */
     MPI_Datatype rdt;       /* calls only) */
     int bounceable;         /* the wrapper posts rbuf, rcount, rdt */
+    int posts;              /* a nonblocking or persistent call: its
+                             * request, not the call, reports a disabled
+                             * wildcard receive */
 } ftw_op_t;
 
 void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,

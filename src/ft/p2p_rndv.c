@@ -418,6 +418,7 @@ int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
     ftw_op_begin(&op, name, comm, source, FTW_OP_RECV);
     ftw_op_set_buf(&op, buf, count, dt);
     op.info.persistent = (uint8_t)persistent;
+    op.posts = request != NULL;
     if (ftw_op_refused(&op, status)) {
         if (request != NULL)
             *request = MPI_REQUEST_NULL;

@@ -1,16 +1,10 @@
 /*
  * The ULFM calls besides revocation (revoke.c): agree, shrink, the
- * acknowledgement of failures, and which error classes a program sees.
+ * acknowledgement of failures, and the texts of the error classes.
  */
 #define _GNU_SOURCE
-#include <elf.h>
-#include <fcntl.h>
-#include <link.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "ftw_mpi_have.h"
 #include "ft/agree.h"
@@ -25,127 +19,37 @@
 
 _Static_assert(sizeof(int) == 4, "the agreement carries a 4-byte flag");
 
-int ftw_ulfm_mode;
+/* ---- error texts -------------------------------------------------------- */
 
-/* ---- which classes the program sees ------------------------------------ */
-
-static const char *const ulfm_calls[] = {
-    "MPIX_Comm_revoke", "MPIX_Comm_is_revoked", "MPIX_Comm_shrink",
-    "MPIX_Comm_ishrink", "MPIX_Comm_agree", "MPIX_Comm_iagree",
-    "MPIX_Comm_failure_ack", "MPIX_Comm_failure_get_acked",
-    "MPIX_Comm_ack_failed", "MPIX_Comm_get_failed",
-};
-
-static int is_ulfm_call(const char *name)
+const char *ftw_error_text(int code)
 {
-    for (size_t i = 0; i < FTW_ARRAY_SIZE(ulfm_calls); i++)
-        if (!strcmp(name, ulfm_calls[i]))
-            return 1;
-    return 0;
-}
-
-/* 1 if the ELF file at img (len bytes) imports a ULFM call. */
-static int elf_imports_ulfm(const unsigned char *img, size_t len)
-{
-    const Elf64_Ehdr *eh = (const void *)img;
-    const Elf64_Shdr *sh;
-
-    if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
-        eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_shoff + (size_t)eh->e_shnum * sizeof(*sh) > len)
-        return 0;
-    sh = (const void *)(img + eh->e_shoff);
-    for (int i = 0; i < eh->e_shnum; i++) {
-        const Elf64_Sym *sym = (const void *)(img + sh[i].sh_offset);
-        const Elf64_Shdr *str = &sh[sh[i].sh_link];
-        size_t n = sh[i].sh_size / sizeof(*sym);
-
-        if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum ||
-            sh[i].sh_offset + sh[i].sh_size > len ||
-            str->sh_offset + str->sh_size > len)
-            continue;
-        for (size_t k = 0; k < n; k++)
-            if (sym[k].st_shndx == SHN_UNDEF &&
-                sym[k].st_name < str->sh_size &&
-                is_ulfm_call((const char *)img + str->sh_offset +
-                             sym[k].st_name))
-                return 1;
+    switch (code) {
+    case FTW_ERR_PROC_FAIL_STOP:
+        return "MPIX_ERR_PROC_FAILED (FTW_ERR_PROC_FAIL_STOP): a process "
+               "the operation depends on failed";
+    case FTW_ERR_ANY_SOURCE_DISABLED:
+        return "MPIX_ERR_PROC_FAILED_PENDING (FTW_ERR_ANY_SOURCE_DISABLED): "
+               "an unacknowledged process failure keeps this MPI_ANY_SOURCE "
+               "receive from completing; it is still pending";
+    case MPIX_ERR_REVOKED:
+        return "MPIX_ERR_REVOKED: the communicator was revoked";
+    case FTW_ERR_DRAINED:
+        return "FTW_ERR_DRAINED: the request was cancelled by a drain";
+    case FTW_ERR_BUFFER_UNUSABLE:
+        return "FTW_ERR_BUFFER_UNUSABLE: a failed transfer may still write "
+               "the receive buffer; it is quarantined";
+    case FTW_ERR_INTERRUPTED:
+        return "FTW_ERR_INTERRUPTED: the call was interrupted by a new "
+               "process failure";
+    default:
+        return NULL;
     }
-    return 0;
-}
-
-static int file_imports_ulfm(const char *path)
-{
-    struct stat st;
-    void *img;
-    int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
-
-    if (fd < 0)
-        return 0;
-    if (fstat(fd, &st) == 0 && st.st_size > 0) {
-        img = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (img != MAP_FAILED) {
-            found = elf_imports_ulfm(img, (size_t)st.st_size);
-            munmap(img, (size_t)st.st_size);
-        }
-    }
-    close(fd);
-    return found;
-}
-
-static int object_imports_ulfm(struct dl_phdr_info *info, size_t size,
-                               void *found)
-{
-    const char *path = info->dlpi_name;
-
-    (void)size;
-    if (path == NULL || path[0] == '\0')
-        path = "/proc/self/exe";
-    else if (path[0] != '/')
-        return 0;       /* the vDSO */
-    if (file_imports_ulfm(path))
-        *(int *)found = 1;
-    return *(int *)found;
-}
-
-/* FTW_ULFM=auto: the program is a ULFM program if any object loaded in
- * the process imports a ULFM call (ftwrap and the MPI define them). */
-void ftw_ulfm_init(void)
-{
-    int found = 0;
-
-    if (ftw_cfg.ulfm != FTW_ULFM_AUTO) {
-        ftw_ulfm_mode = ftw_cfg.ulfm == FTW_ULFM_ON;
-        return;
-    }
-    dl_iterate_phdr(object_imports_ulfm, &found);
-    ftw_ulfm_mode = found;
-    ftw_debug("ULFM error classes %s", found ? "on" : "off");
-}
-
-int ftw_ulfm_code(int code)
-{
-    if (!ftw_ulfm_mode)
-        return code;
-    if (code == FTW_ERR_PROC_FAIL_STOP)
-        return MPIX_ERR_PROC_FAILED;
-    if (code == FTW_ERR_ANY_SOURCE_DISABLED)
-        return MPIX_ERR_PROC_FAILED_PENDING;
-    return code;
 }
 
 int ftw_error_string(int code, char *string, int *resultlen)
 {
-    const char *text = NULL;
+    const char *text = ftw_error_text(code);
 
-    if (code == MPIX_ERR_PROC_FAILED)
-        text = "MPIX_ERR_PROC_FAILED: a process the operation depends on "
-               "failed";
-    else if (code == MPIX_ERR_PROC_FAILED_PENDING)
-        text = "MPIX_ERR_PROC_FAILED_PENDING: a process failure keeps this "
-               "MPI_ANY_SOURCE request from completing; it is still pending";
-    else if (code == MPIX_ERR_REVOKED)
-        text = "MPIX_ERR_REVOKED: the communicator was revoked";
     if (text == NULL || string == NULL || resultlen == NULL)
         return PMPI_Error_string(code, string, resultlen);
     strncpy(string, text, MPI_MAX_ERROR_STRING - 1);

@@ -11,12 +11,9 @@
  * forwards to every other live member itself (flooding), so the
  * revocation reaches everyone even when the revoker dies half-way.
  *
- * Error classes.  A process is a ULFM program when it imports one of the
- * ULFM calls (found at MPI_Init in the dynamic symbol tables of the loaded
- * objects) or FTW_ULFM=on; then ftwrap raises the failures it decides with
- * ULFM's classes (ftw_ulfm_code): FTW_ERR_PROC_FAIL_STOP becomes
- * MPIX_ERR_PROC_FAILED, FTW_ERR_ANY_SOURCE_DISABLED becomes
- * MPIX_ERR_PROC_FAILED_PENDING.  MPIX_ERR_REVOKED is raised in every mode.
+ * Error classes.  ULFM's failure classes are ftwrap's own (ftwrap.h), so
+ * both interfaces raise the same values; MPIX_ERR_REVOKED is raised for
+ * revoked communicators.
  */
 #ifndef FTW_FT_ULFM_H
 #define FTW_FT_ULFM_H
@@ -31,8 +28,8 @@
 #include "util/compiler.h"
 
 /* Set once the process may receive revoke notices: it heard a bell,
- * revoked a communicator itself, or is a ULFM program that saw a
- * failure.  Waiting loops then look for notices now and then. */
+ * revoked a communicator itself, or saw a failure (a revoker that died
+ * may have left notices without bells).  Waiting loops then look for notices now and then. */
 extern int ftw_revoke_listening;
 
 /* Communicators known revoked in this process. */
@@ -60,15 +57,10 @@ static inline void ftw_revoke_check(void)
 /* 1 if comm is known revoked here (after looking for new bells). */
 int ftw_comm_is_revoked_now(ftw_comm_t *c);
 
-/* The failures a ULFM program sees: code in ULFM's class where ftwrap
- * has one (see above), else code. */
-int ftw_ulfm_code(int code);
+/* The text of an error class ftwrap raises (ULFM's included), or NULL. */
+const char *ftw_error_text(int code);
 
-/* ULFM mode, decided at MPI_Init (FTW_ULFM and the symbol scan). */
-extern int ftw_ulfm_mode;
-void ftw_ulfm_init(void);
-
-/* MPI_Error_string: ftwrap's texts for ULFM's classes. */
+/* MPI_Error_string: ftwrap's texts for its classes, else the MPI's. */
 int ftw_error_string(int code, char *string, int *resultlen);
 
 /* The ULFM calls as the generated wrappers reach them (the MPIs that

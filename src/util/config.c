@@ -18,7 +18,6 @@ static const char *const xport_names[] = { "auto", "cma", "shm", "native",
 static const char *const verbs_fallback_names[] = { "pin", "native", NULL };
 static const char *const detect_names[] = { "auto", "pidfd", "heartbeat",
                                             "off", NULL };
-static const char *const ulfm_names[] = { "auto", "on", "off", NULL };
 static const char *const quarantine_names[] = { "error", "bounce", NULL };
 static const char *const idle_names[] = { "auto", "spin", "sleep", NULL };
 
@@ -62,11 +61,6 @@ static const ftw_cfg_row_t cfg_table[] = {
       "Blocking standard and ready sends up to this size go straight to the "
       "MPI (they never wait for the receiver); larger ones are watched.",
       FTW_CFG_SIZE, FTW_CFG_FIELD(eager_max), NULL },
-    { "FTW_ULFM", "auto",
-      "Error classes for failures: on (ULFM's MPIX_ERR_PROC_FAILED and "
-      "MPIX_ERR_PROC_FAILED_PENDING), off (FTW_ERR_PROC_FAIL_STOP and "
-      "FTW_ERR_ANY_SOURCE_DISABLED), auto (on if the program calls ULFM).",
-      FTW_CFG_ENUM, FTW_CFG_FIELD(ulfm), ulfm_names },
     { "FTW_RNDV_THRESHOLD", "0",
       "Point-to-point messages of at least this many bytes to a process on "
       "this host (or, over verbs, on another) go through ftwrap's own "

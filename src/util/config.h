@@ -32,7 +32,6 @@ typedef struct {
     const char *inject;     /* FTW_INJECT */
     double finalize_timeout; /* FTW_FINALIZE_TIMEOUT, seconds */
     size_t eager_max;       /* FTW_EAGER_MAX, bytes */
-    int ulfm;               /* FTW_ULFM: ftw_ulfm_choice_t */
     size_t rndv_threshold;  /* FTW_RNDV_THRESHOLD, bytes; 0: off */
     int xport;              /* FTW_XPORT: ftw_xport_mode_t */
     size_t rndv_chunk;      /* FTW_RNDV_CHUNK, bytes */
@@ -53,13 +52,6 @@ typedef enum {
     FTW_IDLE_SPIN,
     FTW_IDLE_SLEEP,
 } ftw_idle_mode_t;
-
-/* FTW_ULFM values, in the order of the table's names. */
-typedef enum {
-    FTW_ULFM_AUTO,          /* ULFM classes if the program imports ULFM */
-    FTW_ULFM_ON,
-    FTW_ULFM_OFF,
-} ftw_ulfm_choice_t;
 
 /* FTW_XPORT values, in the order of the table's names. */
 typedef enum {
