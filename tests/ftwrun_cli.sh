@@ -30,7 +30,7 @@ ok() { # COND-STATUS MESSAGE
 mpis=${MPIS:-openmpi mpich}
 nm=0
 for m in $mpis; do nm=$((nm + 1)); done
-echo "1..$((7 + 2 * nm))"
+echo "1..$((8 + 3 * nm))"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ftwrun_cli.XXXXXX")
 trap 'rm -rf -- "$work"' EXIT
@@ -110,7 +110,19 @@ for m in $mpis; do
     ok $? "$m: launcher options and their values before -- reach $l ($rc: $out)"
     [ "$(cat "$work/report.$m")" = "$(printf '0 exit:0\n1 exit:0')" ]
     ok $? "$m: the report has both ranks"
+    # MPI-4's initial error handler (tests/initial_errhandler checks it
+    # in full when FTW_INITIAL_ERRHANDLER is set).
+    out=$(TMPDIR=$work/tmp timeout 60 "$top/scripts/ftwrun" -np 2 --mpi "$m" \
+          --initial-errhandler MPI_ERRORS_RETURN --launcher "$l" "${largs[@]}" \
+          -- "$top/build/$m/tests/initial_errhandler" 2>&1)
+    rc=$?
+    [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^ok ')" -eq 5 ]
+    ok $? "$m: --initial-errhandler MPI_ERRORS_RETURN: WORLD and SELF return errors, MPI_INFO_ENV names it ($rc)"
 done
+TMPDIR=$work/tmp timeout 20 "$top/scripts/ftwrun" -np 2 \
+    --initial-errhandler mpi_errors_ignore -- true >/dev/null 2>&1
+[ $? -eq 2 ]
+ok $? "an unknown --initial-errhandler is a usage error (status 2)"
 left=$(ls -d "$work/tmp"/ftwrun.* 2>/dev/null)
 [ -z "$left" ]
 ok $? "no status directory left behind (${left:-none})"

@@ -61,6 +61,35 @@ void ftw_init_before(void)
 {
 }
 
+/* FTW_INITIAL_ERRHANDLER: MPI-4's initial error handler, on the two
+ * predefined communicators, and its name in MPI_INFO_ENV as an MPI that
+ * has it would say. */
+static void initial_errhandler(void)
+{
+    static const char *const names[] = {
+        [FTW_ERRH_ARE_FATAL] = "mpi_errors_are_fatal",
+        [FTW_ERRH_ABORT] = "mpi_errors_abort",
+        [FTW_ERRH_RETURN] = "mpi_errors_return",
+    };
+    int choice = ftw_cfg.initial_errhandler;
+    MPI_Errhandler eh = MPI_ERRORS_ARE_FATAL;
+
+    if (choice == FTW_ERRH_NONE)
+        return;
+    if (choice == FTW_ERRH_RETURN)
+        eh = MPI_ERRORS_RETURN;
+#if defined(MPI_ERRORS_ABORT)
+    else if (choice == FTW_ERRH_ABORT)
+        eh = MPI_ERRORS_ABORT;
+#endif
+    PMPI_Comm_set_errhandler(MPI_COMM_WORLD, eh);
+    PMPI_Comm_set_errhandler(MPI_COMM_SELF, eh);
+    if (PMPI_Info_set(MPI_INFO_ENV, "mpi_initial_errhandler",
+                      names[choice]) !=
+        MPI_SUCCESS)
+        ftw_debug("MPI_INFO_ENV does not take mpi_initial_errhandler");
+}
+
 int ftw_init_after(int rc)
 {
     if (rc != MPI_SUCCESS)
@@ -75,6 +104,7 @@ int ftw_init_after(int rc)
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     ftw_log_set_rank(world_rank);
     register_error_classes();
+    initial_errhandler();
     if (ftw_inject_init(world_rank) != FTW_OK)
         ftw_fatal("FTW_INJECT='%s' is not valid", ftw_cfg.inject);
     if (ftw_inject_armed)

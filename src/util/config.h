@@ -32,6 +32,7 @@ typedef struct {
     const char *inject;     /* FTW_INJECT */
     double finalize_timeout; /* FTW_FINALIZE_TIMEOUT, seconds */
     size_t eager_max;       /* FTW_EAGER_MAX, bytes */
+    int initial_errhandler; /* FTW_INITIAL_ERRHANDLER: ftw_errh_choice_t */
     size_t rndv_threshold;  /* FTW_RNDV_THRESHOLD, bytes; 0: off */
     int xport;              /* FTW_XPORT: ftw_xport_mode_t */
     size_t rndv_chunk;      /* FTW_RNDV_CHUNK, bytes */
@@ -52,6 +53,14 @@ typedef enum {
     FTW_IDLE_SPIN,
     FTW_IDLE_SLEEP,
 } ftw_idle_mode_t;
+
+/* FTW_INITIAL_ERRHANDLER values, in the order of the table's names. */
+typedef enum {
+    FTW_ERRH_NONE,
+    FTW_ERRH_ARE_FATAL,
+    FTW_ERRH_ABORT,
+    FTW_ERRH_RETURN,
+} ftw_errh_choice_t;
 
 /* FTW_XPORT values, in the order of the table's names. */
 typedef enum {
