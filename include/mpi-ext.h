@@ -50,6 +50,13 @@ extern "C" {
 #define MPIX_ERR_PROC_FAILED_PENDING FTW_ERR_ANY_SOURCE_DISABLED
 #define MPIX_ERR_REVOKED             FTW_ERR_REVOKED_
 #endif
+/* The classes' names without the X, as ULFM programs written for MPIs
+ * that adopted them spell them. */
+#ifndef MPI_ERR_PROC_FAILED
+#define MPI_ERR_PROC_FAILED          MPIX_ERR_PROC_FAILED
+#define MPI_ERR_PROC_FAILED_PENDING  MPIX_ERR_PROC_FAILED_PENDING
+#define MPI_ERR_REVOKED              MPIX_ERR_REVOKED
+#endif
 
 /*
  * MPIX_Comm_revoke - revoke comm everywhere.

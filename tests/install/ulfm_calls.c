@@ -39,6 +39,10 @@ int main(int argc, char **argv)
     check(MPIX_ERR_PROC_FAILED != MPIX_ERR_PROC_FAILED_PENDING &&
           MPIX_ERR_PROC_FAILED != MPIX_ERR_REVOKED,
           "the three MPIX_ERR_ classes are distinct");
+    check(MPI_ERR_PROC_FAILED == MPIX_ERR_PROC_FAILED &&
+          MPI_ERR_PROC_FAILED_PENDING == MPIX_ERR_PROC_FAILED_PENDING &&
+          MPI_ERR_REVOKED == MPIX_ERR_REVOKED,
+          "MPI_ERR_PROC_FAILED, _PENDING and MPI_ERR_REVOKED name them too");
 
     v = 0x3 & ~(1 << rank);
     rc = MPIX_Comm_agree(MPI_COMM_WORLD, &v);
@@ -97,7 +101,7 @@ int main(int argc, char **argv)
     MPI_Comm_free(&shrunk);
     MPI_Comm_free(&ishrunk);
     if (rank == 0)
-        printf("1..12\n");
+        printf("1..13\n");
     MPI_Finalize();
     return bad != 0;
 }
