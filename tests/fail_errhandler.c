@@ -15,6 +15,9 @@
  *   - MPI_Send to 3 on cu calls the handler once more; MPI_Irecv from 3 on
  *     cu followed by MPI_Wait calls it exactly once for the pair, with the
  *     code the failing call returns;
+ *   - MPI_Waitall on a receive from 3 and a completed send returns
+ *     MPI_ERR_IN_STATUS and calls the handler once, with the failed
+ *     request's own code (FTW_ERR_PROC_FAIL_STOP, as its status says);
  *   - a checksummed ring on cu among the survivors (0.5 s) succeeds
  *     without calling the handler.
  * Ranks 1 and 2 send their verdicts to rank 0, which prints TAP (plan at
@@ -303,6 +306,28 @@ int main(int argc, char **argv)
         rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
     }
     chk_handled("MPI_Irecv+MPI_Wait from dead 3 on cu", rc, calls0, cu);
+
+    /* Waitall with one request to the dead and one that completes:
+     * MPI_ERR_IN_STATUS, and one handler call with the failed request's
+     * own error (a ULFM handler checks for MPIX_ERR_PROC_FAILED). */
+    {
+        MPI_Request two[2];
+        MPI_Status sts[2];
+        int me = 0, back = -1;
+
+        calls0 = eh_calls;
+        MPI_Irecv(small, 4, MPI_BYTE, VICTIM, TAG_DEAD, cu, &two[0]);
+        MPI_Isend(&me, 1, MPI_INT, MPI_PROC_NULL, 0, cu, &two[1]);
+        rc = MPI_Waitall(2, two, sts);
+        back = sts[0].MPI_ERROR;
+        chk(rc == MPI_ERR_IN_STATUS && eh_calls - calls0 == 1 &&
+            class_of(eh_code) == FTW_ERR_PROC_FAIL_STOP && eh_code == back &&
+            eh_comm == cu && sts[1].MPI_ERROR == MPI_SUCCESS,
+            "MPI_Waitall with a request to dead 3 on cu: MPI_ERR_IN_STATUS "
+            "(got %s), one handler call (got %d) with that request's "
+            "FTW_ERR_PROC_FAIL_STOP (got %s)", class_name(class_of(rc)),
+            eh_calls - calls0, class_name(class_of(eh_code)));
+    }
 
     /* Working traffic on cu calls nothing. */
     calls0 = eh_calls;
