@@ -86,6 +86,8 @@ lib: build/$(1)/libftwrap.so
 tests: $$(patsubst tests/%.c,build/$(1)/tests/%,$$(TEST_SRCS))
 endef
 $(foreach m,$(MPIS),$(eval $(call mpi_rules,$(m))))
+# A test that includes another's source.
+$(foreach m,$(MPIS),build/$(m)/tests/comm_split_race): tests/comm_dup_race.c
 
 # ---- tools (no MPI) ------------------------------------------------------
 tools: $(TOOLS)

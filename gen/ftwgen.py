@@ -337,6 +337,9 @@ def body_comm_create(f):
         infos = [p.name for p in f.params if p.type == "MPI_Info"]
         native = "ftw_create_dup(&co, %s, %s)" % (
             infos[0] if infos else "MPI_INFO_NULL", out)
+    elif rules.WATCHED_SPLIT in f.attrs:
+        n = shape(f, [COMM, "int", "int", r"MPI_Comm \*"])
+        native = "ftw_create_split(&co, %s, %s, %s)" % (n[1], n[2], out)
     else:
         native = call_with(f, f.pname, {parent: "co.native"})
     return ("    ftw_coll_t co;\n    int rc;\n\n"

@@ -35,6 +35,10 @@ WATCHED_DUP = "watched_dup"  # creation the wrapper runs as
                              # nonblocking duplicate, abandoned when a member
                              # fails), with the info argument or
                              # MPI_INFO_NULL
+WATCHED_SPLIT = "watched_split"  # MPI_Comm_split, which the wrapper runs as
+                             # ftw_create_split() in src/ft (a watched
+                             # gather of colors and keys, then the MPI's
+                             # MPI_Comm_create_group per color)
 CORE = "core"                # the wrapper calls ftw_<name>() in src/ft with
                              # the same arguments (same signature on every
                              # MPI, no large-count twin); <name> is the
@@ -101,7 +105,9 @@ RULES = [
     (r"MPIX?_" + _COLL + "_init" + _LC, "coll", {COLLECTIVE, PERSISTENT}),
 
     # Communicator creation and release.
-    (r"MPI_(Comm_split|Comm_split_type|Comm_create)", "comm_create",
+    (r"MPI_Comm_split", "comm_create",
+     {BLOCKS, COLLECTIVE, CREATES_COMM, AGREE, ANY_RANKS, WATCHED_SPLIT}),
+    (r"MPI_(Comm_split_type|Comm_create)", "comm_create",
      {BLOCKS, COLLECTIVE, CREATES_COMM, AGREE, ANY_RANKS}),
     (r"MPI_Comm_create_group", "comm_create",
      {BLOCKS, COLLECTIVE, CREATES_COMM, ANY_RANKS}),

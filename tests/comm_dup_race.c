@@ -41,8 +41,17 @@
 #define BOUND 5.0             /* seconds a call may take after the kill */
 #define AT_ONCE 1.0           /* seconds for a call that must fail at once */
 #define KILL_DELAY_US 300000  /* victim: from the barrier to its death */
-#define LATE 2                /* calls MPI_Comm_dup after it knows */
+#define LATE 2                /* calls the creation after it knows */
 #define BCAST_BYTES (256 * 1024)
+
+/* comm_split_race.c includes this file with RACE_SPLIT defined. */
+#ifdef RACE_SPLIT
+#define CREATE_NAME "MPI_Comm_split"
+#define CREATE(nc) MPI_Comm_split(MPI_COMM_WORLD, rank % 2, NP - rank, nc)
+#else
+#define CREATE_NAME "MPI_Comm_dup"
+#define CREATE(nc) MPI_Comm_dup(MPI_COMM_WORLD, nc)
+#endif
 
 #include "survivors.h"
 
@@ -66,15 +75,15 @@ int main(int argc, char **argv)
         step = "waiting to know of the failure";
         wait_known(1 << VICTIM, BOUND);
     }
-    step = "MPI_Comm_dup while a member dies";
+    step = CREATE_NAME " while a member dies";
     t0 = MPI_Wtime();
-    rc = MPI_Comm_dup(MPI_COMM_WORLD, &nc);
+    rc = CREATE(&nc);
     chk_class(rc, FTW_ERR_PROC_FAIL_STOP, rank == LATE ?
-              "MPI_Comm_dup(WORLD) called knowing of the failure" :
-              "MPI_Comm_dup(WORLD) entered before the failure");
+              CREATE_NAME "(WORLD) called knowing of the failure" :
+              CREATE_NAME "(WORLD) entered before the failure");
     chk_time(MPI_Wtime() - t0, rank == LATE ? AT_ONCE :
-             BOUND + KILL_DELAY_US / 1e6, "MPI_Comm_dup");
-    chk(nc == MPI_COMM_NULL, "MPI_Comm_dup made no communicator");
+             BOUND + KILL_DELAY_US / 1e6, CREATE_NAME);
+    chk(nc == MPI_COMM_NULL, CREATE_NAME " made no communicator");
     if (rc == MPI_SUCCESS && nc != MPI_COMM_NULL)
         MPI_Comm_free(&nc);
 
@@ -82,7 +91,8 @@ int main(int argc, char **argv)
     t0 = MPI_Wtime();
     rc = FTW_Comm_validate(MPI_COMM_WORLD, &g);
     chk_time(MPI_Wtime() - t0, BOUND, "FTW_Comm_validate");
-    chk_group3(rc, &g, "FTW_Comm_validate(WORLD) after the failed dup");
+    chk_group3(rc, &g, "FTW_Comm_validate(WORLD) after the failed "
+               CREATE_NAME);
 
     step = "MPI_Comm_split after validate";
     nc = MPI_COMM_NULL;

@@ -347,10 +347,35 @@ int ftw_create_begin_group(ftw_coll_t *co, const char *name, MPI_Comm parent,
     return 1;
 }
 
+/* Wait for co->req, a creation's nonblocking step, as a blocking
+ * collective: its result, or FTW_PENDING_CODE if a member's failure made
+ * it give up (the request and owned, memory the MPI may still write, are
+ * the graveyard's then). */
+static int create_watch(ftw_coll_t *co, void *owned)
+{
+    ftw_poll_t p;
+    int rc;
+
+    ftw_poll_init(&p);
+    for (;;) {
+        int flag = 0;
+
+        rc = PMPI_Test(&co->req, &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS || flag)
+            return rc;
+        if (ftw_poll_changed(&p) && coll_cut_off(co)) {
+            if (coll_drain(&co->req, MPI_STATUS_IGNORE))
+                return MPI_SUCCESS;
+            ftw_grave_add_owned(co->req, owned);
+            return FTW_PENDING_CODE;
+        }
+        ftw_poll_idle(&p);
+    }
+}
+
 int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
 {
     MPI_Comm *slot;
-    ftw_poll_t p;
     int blocking = 0, rc;
 
     /* Intercommunicators take no agreement, and Open MPI 4.1's
@@ -398,24 +423,81 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
         free(slot);
         return rc;
     }
-    ftw_poll_init(&p);
-    for (;;) {
-        int flag = 0;
-
-        rc = PMPI_Test(&co->req, &flag, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS || flag)
-            break;
-        if (ftw_poll_changed(&p) && coll_cut_off(co)) {
-            if (coll_drain(&co->req, MPI_STATUS_IGNORE))
-                break;
-            ftw_grave_add_owned(co->req, slot);
-            *newcomm = MPI_COMM_NULL;
-            return coll_code(co->c);
-        }
-        ftw_poll_idle(&p);
+    rc = create_watch(co, slot);
+    if (rc == FTW_PENDING_CODE) {
+        *newcomm = MPI_COMM_NULL;
+        return coll_code(co->c);    /* the graveyard owns slot */
     }
     *newcomm = rc == MPI_SUCCESS ? *slot : MPI_COMM_NULL;
     free(slot);
+    return rc;
+}
+
+/* (key, rank) pairs of a split, ordered as MPI_Comm_split orders ranks. */
+static int split_cmp(const void *a, const void *b)
+{
+    const int *x = a, *y = b;
+
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+int ftw_create_split(ftw_coll_t *co, int color, int key, MPI_Comm *newcomm)
+{
+    MPI_Group all_g, sub;
+    int inter = 0, n, k = 0, rc, *all, *mine, *pairs, *ranks;
+
+    /* Intercommunicators split by their own rules; a color the MPI would
+     * refuse is refused by it; threads may run creations at once (see
+     * ftw_create_dup on MPICH's context ids). */
+    PMPI_Comm_test_inter(co->native, &inter);
+    if (inter || ftw_threaded || (color < 0 && color != MPI_UNDEFINED))
+        return PMPI_Comm_split(co->native, color, key, newcomm);
+    PMPI_Comm_size(co->native, &n);
+    /* One block the MPI may write into until the gather ends, which an
+     * abandoned gather leaves to the graveyard: everyone's (color, key),
+     * then this process's, then room for the sort. */
+    all = malloc(sizeof(int) * (size_t)(2 * n + 2 + 2 * n + n));
+    if (all == NULL) {
+        ftw_error("%s: out of memory", co->name);
+        return MPI_ERR_NO_MEM;
+    }
+    mine = all + 2 * n;
+    pairs = mine + 2;
+    ranks = pairs + 2 * n;
+    mine[0] = color;
+    mine[1] = key;
+    rc = PMPI_Iallgather(mine, 2, MPI_INT, all, 2, MPI_INT, co->native,
+                         &co->req);
+    if (rc == MPI_SUCCESS)
+        rc = create_watch(co, all);
+    if (rc == FTW_PENDING_CODE) {
+        *newcomm = MPI_COMM_NULL;
+        return coll_code(co->c);
+    }
+    if (rc != MPI_SUCCESS || color == MPI_UNDEFINED) {
+        free(all);
+        *newcomm = MPI_COMM_NULL;
+        return rc;
+    }
+    for (int r = 0; r < n; r++)
+        if (all[2 * r] == color) {
+            pairs[2 * k] = all[2 * r + 1];
+            pairs[2 * k + 1] = r;
+            k++;
+        }
+    qsort(pairs, (size_t)k, 2 * sizeof(int), split_cmp);
+    for (int i = 0; i < k; i++)
+        ranks[i] = pairs[2 * i + 1];
+    /* Every member is alive as of the gather: only the members of this
+     * color take part from here. */
+    PMPI_Comm_group(co->native, &all_g);
+    PMPI_Group_incl(all_g, k, ranks, &sub);
+    rc = PMPI_Comm_create_group(co->native, sub, FTW_SPLIT_TAG, newcomm);
+    PMPI_Group_free(&sub);
+    PMPI_Group_free(&all_g);
+    free(all);
     return rc;
 }
 

@@ -153,6 +153,15 @@ int ftw_create_begin_group(ftw_coll_t *co, const char *name, MPI_Comm parent,
  * MPI_Comm_idup_with_info, and every duplicate on Open MPI (whose context
  * ids an abandoned one would hold up) take the blocking call. */
 int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm);
+/* MPI_Comm_split of an intracommunicator on co->native, below
+ * MPI_THREAD_MULTIPLE: the (color, key) pairs through the MPI's
+ * nonblocking allgather, watched like a blocking collective (a member's
+ * failure abandons it and returns its error class, as ftw_create_dup),
+ * then MPI_Comm_create_group among the members of this process's color,
+ * ordered by key, then rank.  A member dying after the gather still
+ * blocks that last step.  Other cases take the MPI's own split. */
+#define FTW_SPLIT_TAG 30005
+int ftw_create_split(ftw_coll_t *co, int color, int key, MPI_Comm *newcomm);
 int ftw_create_end(ftw_coll_t *co, int rc, MPI_Comm *newcomm, int agree,
                    int collective);
 /* A creation ftw_create_begin refused: co->rc, after the creation's
