@@ -376,7 +376,7 @@ static int create_watch(ftw_coll_t *co, void *owned)
 int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
 {
     MPI_Comm *slot;
-    int blocking = 0, rc;
+    int blocking = 0, inter = 0, rc;
 
     /* Intercommunicators take no agreement, and Open MPI 4.1's
      * nonblocking duplicate of one races with traffic on it.  Open MPI
@@ -401,10 +401,25 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
 #endif
     /* The duplicate's record copies the parent's members. */
     co->same_members = 1;
-    if (blocking)
+    if (blocking) {
+        /* A watched barrier first: a member that died before the
+         * duplicate (the usual race: the others call it right after)
+         * fails it here rather than hanging the MPI's call; one dying
+         * during the call itself still does. */
+        PMPI_Comm_test_inter(co->native, &inter);
+        rc = inter ? MPI_SUCCESS : PMPI_Ibarrier(co->native, &co->req);
+        if (!inter && rc == MPI_SUCCESS)
+            rc = create_watch(co, NULL);
+        if (rc == FTW_PENDING_CODE) {
+            *newcomm = MPI_COMM_NULL;
+            return coll_code(co->c);
+        }
+        if (rc != MPI_SUCCESS)
+            return rc;
         return info != MPI_INFO_NULL ?
                PMPI_Comm_dup_with_info(co->native, info, newcomm) :
                PMPI_Comm_dup(co->native, newcomm);
+    }
     /* The MPI writes the handle when it likes: into memory of ours, which
      * an abandoned duplicate keeps until the MPI lets go of it. */
     slot = malloc(sizeof(*slot));

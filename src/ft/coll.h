@@ -151,7 +151,9 @@ int ftw_create_begin_group(ftw_coll_t *co, const char *name, MPI_Comm parent,
  * returns its error class, which ftw_create_end raises after the
  * agreement.  Intercommunicators, dup_with_info where the MPI has no
  * MPI_Comm_idup_with_info, and every duplicate on Open MPI (whose context
- * ids an abandoned one would hold up) take the blocking call. */
+ * ids an abandoned one would hold up) take the blocking call, after a
+ * watched MPI_Ibarrier (intracommunicators) that catches a member dead
+ * before the call. */
 int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm);
 /* MPI_Comm_split of an intracommunicator on co->native, below
  * MPI_THREAD_MULTIPLE: the (color, key) pairs through the MPI's
