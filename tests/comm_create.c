@@ -11,12 +11,13 @@
  * of the size, rank order and topology the standard defines; that a
  * collective (and on the Cartesian ring a sendrecv, on the graphs
  * MPI_Neighbor_allgather) on each delivers exact data; that a dup compares
- * MPI_CONGRUENT to its parent; and that MPI_Comm_free releases them all.
+ * MPI_CONGRUENT to its parent; that the split comm has its parent's error
+ * handler; and that MPI_Comm_free releases them all.
  * Expected values are computed from the ranks, so any size >= 2 works.
  */
 #include "tap.h"
 
-#define PLAN 25
+#define PLAN 26
 
 static int rank, size;
 
@@ -160,6 +161,17 @@ static void test_split(MPI_Comm *half)
     ok = *half != MPI_COMM_NULL && world_ranks_are(*half, n, members);
     tap_ok(ok, "MPI_Allgather on the split comm lists its world ranks in "
            "descending order");
+    {
+        MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+
+        ok = *half != MPI_COMM_NULL &&
+             MPI_Comm_get_errhandler(*half, &eh) == MPI_SUCCESS &&
+             eh == MPI_ERRORS_RETURN;
+        if (eh != MPI_ERRHANDLER_NULL)
+            MPI_Errhandler_free(&eh);
+        tap_ok(ok, "the split comm has its parent's error handler "
+               "(MPI_ERRORS_RETURN)");
+    }
     free(members);
 }
 

@@ -510,6 +510,16 @@ int ftw_create_split(ftw_coll_t *co, int color, int key, MPI_Comm *newcomm)
     PMPI_Comm_group(co->native, &all_g);
     PMPI_Group_incl(all_g, k, ranks, &sub);
     rc = PMPI_Comm_create_group(co->native, sub, FTW_SPLIT_TAG, newcomm);
+    if (rc == MPI_SUCCESS) {
+        /* A split keeps its parent's error handler; MPICH's
+         * MPI_Comm_create_group gives the default. */
+        MPI_Errhandler eh;
+
+        if (PMPI_Comm_get_errhandler(co->comm, &eh) == MPI_SUCCESS) {
+            PMPI_Comm_set_errhandler(*newcomm, eh);
+            PMPI_Errhandler_free(&eh);
+        }
+    }
     PMPI_Group_free(&sub);
     PMPI_Group_free(&all_g);
     free(all);

@@ -145,7 +145,7 @@ int ftw_raise(MPI_Comm comm, int code, const char *name, int peer)
     if (is_fatal(eh)) {
         ftw_comm_t *c = ftw_comm_get(comm);
 
-        PMPI_Error_string(code, text, &len);
+        ftw_error_string(code, text, &len);
         if (peer >= 0 && c != NULL && peer < c->size)
             ftw_error("%s: rank %d of the communicator (world rank %d) "
                       "failed: %s; the error handler is "
