@@ -201,11 +201,10 @@ static int reqset_failcheck(reqset_t *s, int i, MPI_Request reqs[],
 }
 
 /* Raise the first of ftwrap's own errors in the set, on its request's
- * communicator, with the code the call returns. */
-/* The call returns code.  The error handler of the first request ftwrap
- * failed is called with code, except for MPI_ERR_IN_STATUS: then with
- * that request's own error, as Open MPI does, so that a handler looking
- * for a process failure (MPIX_ERR_PROC_FAILED) sees one. */
+ * communicator; the call returns code.  The handler is called with code,
+ * except for MPI_ERR_IN_STATUS: then with that request's own error, as
+ * Open MPI does, so that a handler looking for a process failure
+ * (MPIX_ERR_PROC_FAILED) sees one. */
 static int reqset_raise(reqset_t *s, const char *name, int code)
 {
     for (int i = 0; i < s->n; i++)

@@ -66,11 +66,6 @@ void ftw_init_before(void)
  * has it would say. */
 static void initial_errhandler(void)
 {
-    static const char *const names[] = {
-        [FTW_ERRH_ARE_FATAL] = "mpi_errors_are_fatal",
-        [FTW_ERRH_ABORT] = "mpi_errors_abort",
-        [FTW_ERRH_RETURN] = "mpi_errors_return",
-    };
     int choice = ftw_cfg.initial_errhandler;
     MPI_Errhandler eh = MPI_ERRORS_ARE_FATAL;
 
@@ -85,8 +80,7 @@ static void initial_errhandler(void)
     PMPI_Comm_set_errhandler(MPI_COMM_WORLD, eh);
     PMPI_Comm_set_errhandler(MPI_COMM_SELF, eh);
     if (PMPI_Info_set(MPI_INFO_ENV, "mpi_initial_errhandler",
-                      names[choice]) !=
-        MPI_SUCCESS)
+                      ftw_errh_names[choice]) != MPI_SUCCESS)
         ftw_debug("MPI_INFO_ENV does not take mpi_initial_errhandler");
 }
 

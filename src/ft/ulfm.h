@@ -29,7 +29,8 @@
 
 /* Set once the process may receive revoke notices: it heard a bell,
  * revoked a communicator itself, or saw a failure (a revoker that died
- * may have left notices without bells).  Waiting loops then look for notices now and then. */
+ * may have left notices without bells).  Waiting loops then look for
+ * notices now and then. */
 extern int ftw_revoke_listening;
 
 /* Communicators known revoked in this process. */

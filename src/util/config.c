@@ -20,7 +20,7 @@ static const char *const detect_names[] = { "auto", "pidfd", "heartbeat",
                                             "off", NULL };
 static const char *const quarantine_names[] = { "error", "bounce", NULL };
 static const char *const idle_names[] = { "auto", "spin", "sleep", NULL };
-static const char *const errh_names[] = {
+const char *const ftw_errh_names[] = {
     "none", "mpi_errors_are_fatal", "mpi_errors_abort", "mpi_errors_return",
     NULL
 };
@@ -69,7 +69,7 @@ static const ftw_cfg_row_t cfg_table[] = {
       "The error handler MPI_COMM_WORLD and MPI_COMM_SELF get at MPI_Init, "
       "as MPI-4's mpi_initial_errhandler (also set in MPI_INFO_ENV); none: "
       "the MPI's default (ftwrun --initial-errhandler sets it).",
-      FTW_CFG_ENUM, FTW_CFG_FIELD(initial_errhandler), errh_names },
+      FTW_CFG_ENUM, FTW_CFG_FIELD(initial_errhandler), ftw_errh_names },
     { "FTW_RNDV_THRESHOLD", "0",
       "Point-to-point messages of at least this many bytes to a process on "
       "this host (or, over verbs, on another) go through ftwrap's own "

@@ -62,6 +62,9 @@ typedef enum {
     FTW_ERRH_RETURN,
 } ftw_errh_choice_t;
 
+/* Their names, which are also MPI-4's mpi_initial_errhandler values. */
+extern const char *const ftw_errh_names[];
+
 /* FTW_XPORT values, in the order of the table's names. */
 typedef enum {
     FTW_XPORT_AUTO,         /* the best transport each peer allows */
