@@ -533,13 +533,15 @@ static int recv_abandon(const ftw_reqinfo_t *info, MPI_Request *req,
     return code;
 }
 
-/* Seconds a receive that cannot be cancelled is driven before it is given
- * up: what the dead sender had already handed to the MPI (a shared-memory
- * transport's queued fragments) completes it in well under this. */
+/* Seconds a transfer that cannot be cancelled is driven before it is
+ * given up: what a dead sender had already handed to the MPI (a
+ * shared-memory transport's queued fragments), or a matched transfer
+ * between two live processes that both cut it (a revocation), completes
+ * in well under this. */
 #define FTW_ABANDON_GRACE 0.05
 
 /* Drive *req until it completes or FTW_ABANDON_GRACE has passed. */
-static int recv_settle(MPI_Request *req, MPI_Status *st)
+static int req_settle(MPI_Request *req, MPI_Status *st)
 {
     double end = PMPI_Wtime() + FTW_ABANDON_GRACE;
     int flag = 0;
@@ -565,7 +567,7 @@ static int recv_cancel(const ftw_reqinfo_t *info, MPI_Request *req,
         for (int i = 0; i < 1000 && !flag; i++)
             PMPI_Test(req, &flag, &st);
     } else if (!flag) {
-        flag = recv_settle(req, &st);
+        flag = req_settle(req, &st);
     }
     if (!flag)
         return recv_abandon(info, req, status, source, code);
@@ -607,12 +609,24 @@ static int send_abandon(MPI_Request *req, MPI_Status *status, int dest,
 }
 
 /* Ends a request: a receive is cancelled, a send (or a send-receive)
- * abandoned. */
+ * abandoned.  A send to a process that is alive is driven a grace first:
+ * its receiver may have matched it already, and the MPI would go on
+ * reading a buffer the program takes back (and frees) once the call
+ * returns. */
 static int op_cut(const ftw_reqinfo_t *info, MPI_Request *req,
                   MPI_Status *status, int peer, int code)
 {
+    ftw_comm_t *c;
+    MPI_Status st;
+
     if (info->kind == FTW_OP_RECV && info->peer2 < 0)
         return recv_cancel(info, req, status, peer, code);
+    c = ftw_comm_get(info->comm);
+    if (c != NULL && op_failed_peer(c, info) < 0 && req_settle(req, &st)) {
+        if (status != MPI_STATUS_IGNORE)
+            *status = st;
+        return MPI_SUCCESS;
+    }
     return send_abandon(req, status, peer, code);
 }
 
