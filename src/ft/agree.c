@@ -227,11 +227,25 @@ static int clean_round1(const ftw_agree_t *a)
     return 1;
 }
 
+/* A member is known failed: a process that saw it die before its
+ * proposal came in goes on to round 2. */
+static int member_failed(const ftw_agree_t *a)
+{
+    for (int q = 0; q < a->n; q++)
+        if (is_failed(a, q))
+            return 1;
+    return 0;
+}
+
+/* Lazy only while no member is known failed: a failure learned before the
+ * agreement is finishing (during it, or between the decision and
+ * ftw_agree_free) unlazies nothing, and a process in round 2 because of
+ * it would wait for an answer that never comes. */
 static void decide(ftw_agree_t *a, const uint8_t *v)
 {
     memcpy(a->decision, v, a->vlen);
     a->decided = 1;
-    if (a->blocking && clean_round1(a))
+    if (a->blocking && clean_round1(a) && !member_failed(a))
         a->lazy = 1;
     else
         broadcast(a, MSG_DECIDED, 0, v);
@@ -522,6 +536,10 @@ void ftw_agree_free(ftw_agree_t *a)
     ftw_mt_lock(&finishing_lock);
     a->next = finishing;
     finishing = a;
+    /* Checked with a on the list: a failure learned from now on unlazies
+     * it (ftw_agree_failure_seen). */
+    if (member_failed(a))
+        unlazy(a);
     ftw_mt_unlock(&finishing_lock);
 }
 
