@@ -458,7 +458,7 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
     uint8_t *v;
     int sorted = 1;
 
-    if (c->id == 0) {
+    if (c->id == 0 || c->is_inter) {
         ftw_error("no agreement possible on this communicator (an "
                   "intercommunicator, or one ftwrap did not see made)");
         return MPI_ERR_COMM;

@@ -550,6 +550,14 @@ static int create_agree(ftw_comm_t *parent, int ok,
     return all_ok;
 }
 
+/* Whether a creation from parent ends with an agreement over its members:
+ * not on an intercommunicator (agreements run over one group of
+ * processes, ftw_agree_start). */
+static int create_agrees(const ftw_comm_t *parent)
+{
+    return parent != NULL && parent->id != 0 && !parent->is_inter;
+}
+
 int ftw_create_refused(ftw_coll_t *co, int agree)
 {
     ftw_comm_t *parent = create_parent(co);
@@ -557,7 +565,7 @@ int ftw_create_refused(ftw_coll_t *co, int agree)
     /* Refused for a failure or revocation that other members may not know
      * of yet: they are in the MPI's call, to end it when they learn, and
      * then in the creation's agreement, which needs this process's no. */
-    if (agree && co->refused_unagreed && parent != NULL && parent->id != 0)
+    if (agree && co->refused_unagreed && create_agrees(parent))
         create_agree(parent, 0, NULL, NULL);
     return co->rc;
 }
@@ -572,9 +580,17 @@ static void create_track(void *arg)
 {
     struct create_track *t = arg;
     ftw_coll_t *co = t->co;
+    uint64_t id = co->child_id;
+    int inter = 0;
 
-    ftw_comm_track(t->comm, co->child_id != 0 ? co->child_id :
-                            ftw_comm_agreed_id(t->comm),
+    /* An intercommunicator made from an intracommunicator
+     * (MPI_Intercomm_create): each group counted the call on its own
+     * parent, so the two groups agree on an id instead. */
+    if (id != 0 && t->comm != MPI_COMM_NULL &&
+        (t->parent == NULL || !t->parent->is_inter) &&
+        PMPI_Comm_test_inter(t->comm, &inter) == MPI_SUCCESS && inter)
+        id = 0;
+    ftw_comm_track(t->comm, id != 0 ? id : ftw_comm_agreed_id(t->comm),
                    co->same_members ? t->parent : NULL);
 }
 
@@ -586,7 +602,7 @@ int ftw_create_end(ftw_coll_t *co, int rc, MPI_Comm *newcomm, int agree,
                               rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL };
     int tracked = 0;
 
-    if (agree && parent != NULL && parent->id != 0) {
+    if (agree && create_agrees(parent)) {
         int all_ok;
 
         /* Only collective creations agree (a nonblocking one is expected,

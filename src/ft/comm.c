@@ -231,7 +231,7 @@ ftw_status_t ftw_comm_track(MPI_Comm comm, uint64_t id,
     c = comm_new(comm, like);
     if (c == NULL)
         return FTW_ST_NO_MEMORY;
-    comm_insert(c, c->is_inter ? 0 : id);
+    comm_insert(c, id);
     return FTW_OK;
 }
 
@@ -281,21 +281,83 @@ uint64_t ftw_comm_next_group_id(ftw_comm_t *parent, MPI_Group group, int tag)
     return id;
 }
 
-uint64_t ftw_comm_agreed_id(MPI_Comm comm)
+/* Unique in the job: this process's world rank and count. */
+static uint64_t fresh_id(void)
 {
     static _Atomic uint64_t made;
-    uint64_t id = 0;
-    int rank, wrank = 0, inter = 1;
+    int wrank = 0;
 
-    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) !=
-            MPI_SUCCESS || inter)
-        return 0;
-    /* Unique in the job: this process's world rank and count. */
-    PMPI_Comm_rank(comm, &rank);
     PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    return mix(mix(0xA6EED, (uint64_t)wrank), atomic_fetch_add(&made, 1) + 1);
+}
+
+/* The lowest world rank of group's members; -1 if one is not in this
+ * job's MPI_COMM_WORLD (the other side of a spawn or a join) or on error. */
+static int group_lowest_world(MPI_Group group)
+{
+    int n = 0, low = -1, *w;
+
+    PMPI_Group_size(group, &n);
+    w = group_world_ranks(group, n);
+    if (w == NULL)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (w[i] < 0) {
+            low = -1;
+            break;
+        }
+        if (low < 0 || w[i] < low)
+            low = w[i];
+    }
+    free(w);
+    return low;
+}
+
+/* An intercommunicator's id: the group holding the lowest world rank
+ * picks it (its rank 0) and sends it to the other group, whose rank 0
+ * sends it back to the rest of the first.  0, without communicating, when
+ * a member is in another job: every member sees that alike. */
+static uint64_t inter_agreed_id(MPI_Comm comm)
+{
+    MPI_Group lg, rg;
+    int rank, lo_local, lo_remote, first;
+    uint64_t id = 0;
+
+    PMPI_Comm_group(comm, &lg);
+    PMPI_Comm_remote_group(comm, &rg);
+    lo_local = group_lowest_world(lg);
+    lo_remote = group_lowest_world(rg);
+    PMPI_Group_free(&lg);
+    PMPI_Group_free(&rg);
+    if (lo_local < 0 || lo_remote < 0)
+        return 0;
+    PMPI_Comm_rank(comm, &rank);
+    first = lo_local < lo_remote;
+    if (first && rank == 0)
+        id = fresh_id();
+    if (PMPI_Bcast(&id, 1, MPI_UINT64_T, first ? (rank == 0 ? MPI_ROOT :
+                                                  MPI_PROC_NULL) : 0,
+                   comm) != MPI_SUCCESS ||
+        PMPI_Bcast(&id, 1, MPI_UINT64_T, first ? 0 : (rank == 0 ? MPI_ROOT :
+                                                      MPI_PROC_NULL),
+                   comm) != MPI_SUCCESS)
+        return 0;
+    return id;
+}
+
+uint64_t ftw_comm_agreed_id(MPI_Comm comm)
+{
+    uint64_t id = 0;
+    int rank, inter = 1;
+
+    if (comm == MPI_COMM_NULL ||
+        PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
+        return 0;
+    if (inter)
+        return inter_agreed_id(comm);
+    PMPI_Comm_rank(comm, &rank);
     if (rank == 0)
-        id = mix(mix(0xA6EED, (uint64_t)wrank),
-                 atomic_fetch_add(&made, 1) + 1);
+        id = fresh_id();
     if (PMPI_Bcast(&id, 1, MPI_UINT64_T, 0, comm) != MPI_SUCCESS)
         return 0;
     return id;

@@ -28,29 +28,48 @@ uint32_t ftw_revoke_gen;
 uint32_t ftw_bells_seen;
 int ftw_revoked_count;
 
+/* World rank of c's i-th member to notify, over both groups of an
+ * intercommunicator (the remote group first, then the local one), or -1
+ * for this process and members known failed. */
+static int notify_target(const ftw_comm_t *c, int i)
+{
+    if (i < c->size)
+        return c->is_inter || i != c->rank ?
+               (ftw_comm_peer_failed(c, i) ? -1 : c->peer_world[i]) : -1;
+    i -= c->size;
+    return i == c->rank || ftw_detect_is_failed(c->local_world[i]) ? -1 :
+           c->local_world[i];
+}
+
 /* Send the notice to every other live member, then ring their bells
  * (after the sends completed, so the notice is there when they look). */
 static void revoke_flood(ftw_comm_t *c)
 {
-    MPI_Request *reqs = malloc(sizeof(*reqs) * (size_t)c->size);
+    int n = c->size + (c->is_inter ? c->nlocal : 0);
+    MPI_Request *reqs = malloc(sizeof(*reqs) * (size_t)n);
+    int *to = malloc(sizeof(*to) * (size_t)n);
     ftw_ctl_hdr_t notice = { .id = c->id };
 
-    if (reqs == NULL) {
+    if (reqs == NULL || to == NULL) {
         ftw_error("out of memory to forward a revoke notice");
+        free(reqs);
+        free(to);
         return;
     }
-    for (int q = 0; q < c->size; q++) {
-        reqs[q] = MPI_REQUEST_NULL;
-        if (q != c->rank && !ftw_comm_peer_failed(c, q))
-            PMPI_Isend(&notice, (int)sizeof(notice), MPI_BYTE,
-                       c->peer_world[q], FTW_CTL_TAG_REVOKE, ftw_ctl_comm,
-                       &reqs[q]);
+    for (int i = 0; i < n; i++) {
+        reqs[i] = MPI_REQUEST_NULL;
+        to[i] = notify_target(c, i);
+        if (to[i] >= 0)
+            PMPI_Isend(&notice, (int)sizeof(notice), MPI_BYTE, to[i],
+                       FTW_CTL_TAG_REVOKE, ftw_ctl_comm, &reqs[i]);
     }
-    for (int q = 0; q < c->size; q++)
-        ftw_ctl_send_finish(&reqs[q], c->peer_world[q]);
-    for (int q = 0; q < c->size; q++)
-        if (q != c->rank && !ftw_comm_peer_failed(c, q))
-            ftw_detect_bell(c->peer_world[q]);
+    for (int i = 0; i < n; i++)
+        if (to[i] >= 0)
+            ftw_ctl_send_finish(&reqs[i], to[i]);
+    for (int i = 0; i < n; i++)
+        if (to[i] >= 0)
+            ftw_detect_bell(to[i]);
+    free(to);
     free(reqs);
 }
 
@@ -78,10 +97,12 @@ static int revoke_match(const ftw_ctl_hdr_t *hdr, void *arg)
     return ftw_comm_by_id(hdr->id) != NULL;
 }
 
-/* Take every notice waiting on the channel for a communicator made here. */
-static void revoke_look(void)
+/* Take every notice waiting on the channel for a communicator made here;
+ * how many. */
+static int revoke_look(void)
 {
     ftw_ctl_msg_t *m;
+    int n = 0;
 
     while ((m = ftw_ctl_take(FTW_CTL_TAG_REVOKE, revoke_match, NULL)) !=
            NULL) {
@@ -90,23 +111,41 @@ static void revoke_look(void)
         free(m);
         if (c != NULL)
             revoke_mark(c);
+        n++;
     }
+    return n;
 }
+
+/* Seconds a bell that found no notice keeps every check looking before
+ * it counts as answered: the notice was sent before the bell, but the MPI
+ * may need turns of its progress to match it (Open MPI), and a program
+ * that only makes calls refused at once (a loop of collectives on a
+ * communicator with a failure) gives ftwrap no idle turn to look in. */
+#define FTW_BELL_LOOK_TIME 1.0
 
 void ftw_revoke_poll(void)
 {
     static FTW_TLS int busy;
+    static double unanswered_since;
 
     int done = 0;
+    uint32_t bells;
 
     if (busy || PMPI_Finalized(&done) != MPI_SUCCESS || done)
         return;
     busy = 1;
-    ftw_bells_seen = atomic_load_explicit(&ftw_det_bells,
-                                          memory_order_acquire);
-    if (ftw_bells_seen != 0)
+    bells = atomic_load_explicit(&ftw_det_bells, memory_order_acquire);
+    if (bells != 0)
         ftw_revoke_listening = 1;
-    revoke_look();
+    if (revoke_look() > 0 || bells == ftw_bells_seen) {
+        ftw_bells_seen = bells;
+        unanswered_since = 0;
+    } else if (unanswered_since == 0) {
+        unanswered_since = PMPI_Wtime();
+    } else if (PMPI_Wtime() - unanswered_since > FTW_BELL_LOOK_TIME) {
+        ftw_bells_seen = bells;
+        unanswered_since = 0;
+    }
     busy = 0;
 }
 
@@ -125,7 +164,8 @@ static ftw_comm_t *revoke_comm(MPI_Comm comm, const char *name)
     if (c != NULL && c->id != 0)
         return c;
     ftw_error("%s: not possible on %s", name, c == NULL ? "MPI_COMM_NULL" :
-              "an intercommunicator or one ftwrap did not see made");
+              "a communicator ftwrap did not see made or whose members "
+              "are in two jobs (after MPI_Comm_spawn or MPI_Comm_join)");
     return NULL;
 }
 

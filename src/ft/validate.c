@@ -116,7 +116,7 @@ int ftw_agree_prepare(MPI_Comm comm, ftw_comm_t **c_p, uint8_t **failed_p)
     c = ftw_comm_get(comm);
     if (c == NULL)
         return MPI_ERR_COMM;
-    if (c->id == 0) {
+    if (c->id == 0 || c->is_inter) {
         ftw_error("not possible on an intercommunicator or on one ftwrap "
                   "did not see made");
         return MPI_ERR_COMM;
