@@ -137,4 +137,29 @@ static inline uint64_t tap_fnv1a(const void *buf, size_t len)
     return h;
 }
 
+/* The error class of a return code (MPI_SUCCESS stays itself). */
+static inline int tap_class(int rc)
+{
+    int cls = rc;
+
+    if (rc != MPI_SUCCESS)
+        MPI_Error_class(rc, &cls);
+    return cls;
+}
+
+/* Run a job of exactly np processes: 0 (after printing a TAP skip line
+ * and finalizing) for any other size. */
+static inline int tap_need_size(int np)
+{
+    int size = 0;
+
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size == np)
+        return 1;
+    if (tap_rank() == 0)
+        printf("1..0 # SKIP needs %d processes\n", np);
+    MPI_Finalize();
+    return 0;
+}
+
 #endif /* FTW_TAP_H */

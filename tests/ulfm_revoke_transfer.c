@@ -41,38 +41,22 @@
 
 static int ok_class(int rc)
 {
-    int cls = rc;
+    int cls = tap_class(rc);
 
-    if (rc != MPI_SUCCESS)
-        MPI_Error_class(rc, &cls);
     return cls == MPI_SUCCESS || cls == MPIX_ERR_REVOKED ||
            cls == FTW_ERR_BUFFER_UNUSABLE;
 }
 
-static int class_of(int rc)
-{
-    int cls = rc;
-
-    if (rc != MPI_SUCCESS)
-        MPI_Error_class(rc, &cls);
-    return cls;
-}
-
 int main(int argc, char **argv)
 {
-    int rank, size, classes_ok = 1, data_ok = 1, sends_ok = 1;
+    int rank, classes_ok = 1, data_ok = 1, sends_ok = 1;
     int recvs_done = 0, sends_done = 0, shrunk = -1;
     MPI_Comm c = MPI_COMM_NULL, s;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size != NP) {
-        if (rank == 0)
-            printf("1..0 # SKIP needs %d processes\n", NP);
-        MPI_Finalize();
+    if (!tap_need_size(NP))
         return 0;
-    }
     tap_plan(4);
     for (int r = 0; r < ROUNDS; r++) {
         int next = rank % 3 + 1, prev = (rank + 1) % 3 + 1;
@@ -107,14 +91,14 @@ int main(int argc, char **argv)
                 src_rc = MPI_Wait(&sreq, MPI_STATUS_IGNORE);
             if (rrc == MPI_SUCCESS)
                 rrc = MPI_Wait(&rreq, MPI_STATUS_IGNORE);
-            src_class = class_of(src_rc);
+            src_class = tap_class(src_rc);
             if (getenv("TEST_VERBOSE"))
                 tap_diag("round %d: send %d, receive %d", r, src_class,
-                         class_of(rrc));
+                         tap_class(rrc));
             if (!ok_class(src_rc) || !ok_class(rrc)) {
                 classes_ok = 0;
                 tap_diag("round %d: send %d, receive %d", r, src_class,
-                         class_of(rrc));
+                         tap_class(rrc));
             }
             if (rrc == MPI_SUCCESS) {
                 recvs_done++;
@@ -137,7 +121,7 @@ int main(int argc, char **argv)
                 sends_ok = 0;
                 tap_diag("round %d: rank %d received my message whole, but "
                          "my send returned class %d", r, next,
-                         class_of(src_rc));
+                         tap_class(src_rc));
             }
         }
         if (src_rc == MPI_SUCCESS)
