@@ -14,9 +14,16 @@
  * a blocking PMPI_Recv cannot be interrupted).  Its ratio to the native
  * calls separates the MPI's share of the overhead from ftwrap's own.
  *
+ * The message-rate part is what most programs do instead: windows of
+ * WINDOW nonblocking sends from rank 0 and receives on rank 1 (each into
+ * its own slot of one buffer, so the data can be checked), completed by
+ * MPI_Waitall, then a zero-byte reply; native (PMPI_Isend, PMPI_Irecv,
+ * PMPI_Waitall) and through ftwrap alternate the same way.
+ *
  *   overhead [--iters N] [--reps R]
  * prints "ovh <bytes> <native_us> <ftwrap_us> <ratio> <irecv_test_ratio>"
- * lines.
+ * lines, then "rate <bytes> <native_msgs_per_s> <ftwrap_msgs_per_s>
+ * <ratio>" lines (ratio: ftwrap's rate over the native one).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -24,6 +31,8 @@
 #include <string.h>
 
 #define MAXSIZE 1024
+#define WINDOW 64
+#define RATE_MAX 8192
 
 static int recv_test(void *buf, int count, MPI_Datatype dt, int src,
                      int tag, MPI_Comm comm, MPI_Status *status)
@@ -79,6 +88,97 @@ static double pingpong(send_fn snd, recv_fn rcv, int rank, int size,
     return (PMPI_Wtime() - t0) / iters / 2 * 1e6;
 }
 
+typedef int (*isend_fn)(const void *, int, MPI_Datatype, int, int, MPI_Comm,
+                        MPI_Request *);
+typedef int (*irecv_fn)(void *, int, MPI_Datatype, int, int, MPI_Comm,
+                        MPI_Request *);
+typedef int (*waitall_fn)(int, MPI_Request *, MPI_Status *);
+typedef struct {
+    isend_fn isend;
+    irecv_fn irecv;
+    waitall_fn waitall;
+    send_fn send;
+    recv_fn recv;
+} calls_t;
+
+static const calls_t native_calls = { PMPI_Isend, PMPI_Irecv, PMPI_Waitall,
+                                      PMPI_Send, PMPI_Recv };
+static const calls_t ftwrap_calls = { MPI_Isend, MPI_Irecv, MPI_Waitall,
+                                      MPI_Send, MPI_Recv };
+
+/* Messages per second over iters windows of WINDOW messages of size
+ * bytes; the receiver checks each window's first and last byte. */
+static double msgrate(const calls_t *k, int rank, int size, int iters,
+                      unsigned char *buf)
+{
+    MPI_Request reqs[WINDOW];
+    double t0;
+
+    PMPI_Barrier(MPI_COMM_WORLD);
+    t0 = PMPI_Wtime();
+    for (int i = 0; i < iters; i++) {
+        unsigned char mark = (unsigned char)(i * 13 + size);
+
+        for (int w = 0; w < WINDOW; w++) {
+            unsigned char *slot = buf + (size_t)w * size;
+
+            if (rank == 0) {
+                slot[0] = mark;
+                slot[size - 1] = mark;
+                k->isend(slot, size, MPI_BYTE, 1, w, MPI_COMM_WORLD,
+                         &reqs[w]);
+            } else {
+                k->irecv(slot, size, MPI_BYTE, 0, w, MPI_COMM_WORLD,
+                         &reqs[w]);
+            }
+        }
+        k->waitall(WINDOW, reqs, MPI_STATUSES_IGNORE);
+        if (rank == 0) {
+            k->recv(NULL, 0, MPI_BYTE, 1, WINDOW, MPI_COMM_WORLD,
+                    MPI_STATUS_IGNORE);
+            continue;
+        }
+        k->send(NULL, 0, MPI_BYTE, 0, WINDOW, MPI_COMM_WORLD);
+        for (int w = 0; w < WINDOW; w++)
+            if (buf[(size_t)w * size] != mark ||
+                buf[(size_t)w * size + size - 1] != mark) {
+                fprintf(stderr, "overhead: size %d: wrong data in window "
+                        "%d, message %d\n", size, i, w);
+                PMPI_Abort(MPI_COMM_WORLD, 1);
+            }
+    }
+    return (double)iters * WINDOW / (PMPI_Wtime() - t0);
+}
+
+static void rates(int rank, int iters, int reps)
+{
+    unsigned char *buf = calloc(WINDOW, RATE_MAX);
+
+    if (buf == NULL) {
+        fprintf(stderr, "overhead: out of memory\n");
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (int size = 8; size <= RATE_MAX; size *= 8) {
+        double nat[100], ftw[100], ratio[100];
+        int n = size >= 1024 ? iters / 8 : iters;
+
+        msgrate(&native_calls, rank, size, n / 4 + 1, buf);  /* warm up */
+        msgrate(&ftwrap_calls, rank, size, n / 4 + 1, buf);
+        for (int r = 0; r < reps; r++) {
+            nat[r] = msgrate(&native_calls, rank, size, n, buf);
+            ftw[r] = msgrate(&ftwrap_calls, rank, size, n, buf);
+            ratio[r] = ftw[r] / nat[r];
+        }
+        qsort(nat, (size_t)reps, sizeof(double), cmp_double);
+        qsort(ftw, (size_t)reps, sizeof(double), cmp_double);
+        qsort(ratio, (size_t)reps, sizeof(double), cmp_double);
+        if (rank == 0)
+            printf("rate %d %.0f %.0f %.4f\n", size, nat[reps / 2],
+                   ftw[reps / 2], ratio[reps / 2]);
+    }
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     int rank, nprocs, iters = 20000, reps = 15;
@@ -119,6 +219,8 @@ int main(int argc, char **argv)
                    ftw[reps / 2], ftw[reps / 2] / nat[reps / 2],
                    itst[reps / 2] / nat[reps / 2]);
     }
+    fflush(stdout);
+    rates(rank, iters / 20 + 1, reps);
     fflush(stdout);
     MPI_Finalize();
     return 0;
