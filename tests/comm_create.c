@@ -12,12 +12,14 @@
  * collective (and on the Cartesian ring a sendrecv, on the graphs
  * MPI_Neighbor_allgather) on each delivers exact data; that a dup compares
  * MPI_CONGRUENT to its parent; that the split comm has its parent's error
- * handler; and that MPI_Comm_free releases them all.
+ * handler; that an MPI_Comm_dup whose attribute copy function fails
+ * returns an error and MPI_COMM_NULL (the handle held garbage before),
+ * with the parent still usable; and that MPI_Comm_free releases them all.
  * Expected values are computed from the ranks, so any size >= 2 works.
  */
 #include "tap.h"
 
-#define PLAN 26
+#define PLAN 27
 
 static int rank, size;
 
@@ -109,6 +111,35 @@ static void test_dup(MPI_Comm *dup)
     ok = *dup != MPI_COMM_NULL
          && allreduce_sum_is(*dup, size * (size - 1) / 2);
     tap_ok(ok, "MPI_Allreduce on the dup sums every world rank");
+}
+
+static int copy_fails(MPI_Comm oldcomm, int keyval, void *extra,
+                      void *in, void *out, int *flag)
+{
+    (void)oldcomm; (void)keyval; (void)extra; (void)in; (void)out;
+    *flag = 0;
+    return MPI_ERR_OTHER;
+}
+
+/* A dup whose attribute copy function fails makes no communicator. */
+static void test_dup_copy_fails(void)
+{
+    MPI_Comm parent = MPI_COMM_NULL, d;
+    int key = MPI_KEYVAL_INVALID, rc, ok;
+
+    memset(&d, 0x5a, sizeof(d));
+    MPI_Comm_dup(MPI_COMM_WORLD, &parent);
+    MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);
+    MPI_Comm_create_keyval(copy_fails, MPI_COMM_NULL_DELETE_FN, &key, NULL);
+    MPI_Comm_set_attr(parent, key, &key);
+    rc = MPI_Comm_dup(parent, &d);
+    ok = rc != MPI_SUCCESS && d == MPI_COMM_NULL;
+    MPI_Comm_delete_attr(parent, key);
+    MPI_Comm_free_keyval(&key);
+    tap_ok(ok && allreduce_sum_is(parent, size * (size - 1) / 2),
+           "MPI_Comm_dup whose attribute copy function fails returns an "
+           "error and MPI_COMM_NULL; the parent still works");
+    MPI_Comm_free(&parent);
 }
 
 static void test_idup(MPI_Comm *dup)
@@ -484,6 +515,7 @@ int main(int argc, char **argv)
     tap_plan(PLAN);
 
     test_dup(&dup);
+    test_dup_copy_fails();
     test_idup(&idup);
     test_split(&half);
     test_split_type(&node);

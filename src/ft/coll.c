@@ -414,8 +414,10 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
             *newcomm = MPI_COMM_NULL;
             return coll_code(co->c);
         }
-        if (rc != MPI_SUCCESS)
+        if (rc != MPI_SUCCESS) {
+            *newcomm = MPI_COMM_NULL;
             return rc;
+        }
         return info != MPI_INFO_NULL ?
                PMPI_Comm_dup_with_info(co->native, info, newcomm) :
                PMPI_Comm_dup(co->native, newcomm);
@@ -435,7 +437,10 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
 #endif
         rc = PMPI_Comm_idup(co->native, slot, &co->req);
     if (rc != MPI_SUCCESS) {
+        /* As the MPI's MPI_Comm_dup: no communicator (an attribute's
+         * copy function failed, MPICH's attr/attrerr). */
         free(slot);
+        *newcomm = MPI_COMM_NULL;
         return rc;
     }
     rc = create_watch(co, slot);
