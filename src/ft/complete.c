@@ -273,7 +273,9 @@ int ftw_test(MPI_Request *req, int *flag, MPI_Status *status)
     int rc;
 
     test_progress();
-    if (status == MPI_STATUS_IGNORE && drains_known())
+    /* The status is needed after the completion: to finish a rendezvous
+     * receive (its byte count), or to see whether a drain cut it. */
+    if (status == MPI_STATUS_IGNORE && (drains_known() || ftw_rndv_min))
         status = &local;
     rc = PMPI_Test(req, flag, status);
     if (rc == MPI_SUCCESS && !*flag && failures_known()) {
@@ -291,8 +293,6 @@ int ftw_test(MPI_Request *req, int *flag, MPI_Status *status)
         (ftw_unlikely(ftw_p2p_moved) || drains_known() || ftw_rndv_min) &&
         (e = ftw_req_find(saved)) != NULL) {
         info = e->info;
-        if (status == MPI_STATUS_IGNORE && info.rndv)
-            status = &local;
         if (status != MPI_STATUS_IGNORE)
             rc = ftw_req_completed(&info, status);
         if (rc == MPI_SUCCESS && info.rndv)
