@@ -373,6 +373,21 @@ static int create_watch(ftw_coll_t *co, void *owned)
     }
 }
 
+/* Open MPI 4.1 runs an MPI_Comm_idup's steps as nonblocking collectives
+ * on the parent, started as progress reaches them: a nonblocking
+ * collective of ftwrap's on the parent (the barrier before a duplicate,
+ * the split's gather) may overtake one of them on some processes and not
+ * on others, and the MPI's next context id is then never agreed (MPICH's
+ * comm/comm_idup_comm hung in 1 run of 2).  Once a communicator was
+ * duplicated that way its duplicates and splits are the MPI's own calls,
+ * which wait for the pending duplicates first. */
+static int idup_seen(ftw_coll_t *co)
+{
+    ftw_comm_t *c = create_parent(co);
+
+    return c != NULL && c->idup_seen;
+}
+
 int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
 {
     MPI_Comm *slot;
@@ -407,6 +422,8 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
          * fails it here rather than hanging the MPI's call; one dying
          * during the call itself still does. */
         PMPI_Comm_test_inter(co->native, &inter);
+        if (idup_seen(co))
+            inter = 1;      /* the native call alone, unwatched */
         rc = inter ? MPI_SUCCESS : PMPI_Ibarrier(co->native, &co->req);
         if (!inter && rc == MPI_SUCCESS)
             rc = create_watch(co, NULL);
@@ -472,7 +489,8 @@ int ftw_create_split(ftw_coll_t *co, int color, int key, MPI_Comm *newcomm)
      * refuse is refused by it; threads may run creations at once (see
      * ftw_create_dup on MPICH's context ids). */
     PMPI_Comm_test_inter(co->native, &inter);
-    if (inter || ftw_threaded || (color < 0 && color != MPI_UNDEFINED))
+    if (inter || ftw_threaded || (color < 0 && color != MPI_UNDEFINED) ||
+        idup_seen(co))
         return PMPI_Comm_split(co->native, color, key, newcomm);
     PMPI_Comm_size(co->native, &n);
     /* One block the MPI may write into until the gather ends, which an
@@ -628,8 +646,13 @@ int ftw_create_end(ftw_coll_t *co, int rc, MPI_Comm *newcomm, int agree,
     if (rc != MPI_SUCCESS)
         return ftw_is_own_error(rc) ? ftw_raise(co->comm, rc, co->name, -1)
                                     : rc;
-    if (!collective)
+    if (!collective) {
         ftw_comm_expect(*newcomm, co->child_id);
+#if defined(OPEN_MPI)
+        if (parent != NULL)
+            parent->idup_seen = 1;
+#endif
+    }
     else if (!tracked)
         create_track(&t);
     return rc;

@@ -68,6 +68,10 @@ typedef struct ftw_comm {
     uint32_t agree_seq;     /* agreements run on ctl so far */
     int revoked;            /* MPIX_Comm_revoke reached this process
                              * (revoke.c): non-local calls fail */
+    int idup_seen;          /* Open MPI: an MPI_Comm_idup of it was made
+                             * (every member's call sets it alike); its
+                             * duplicate and split take no nonblocking
+                             * collective of ftwrap's then (coll.c) */
     UT_hash_handle hh;
     UT_hash_handle hh_id;   /* in the table by id (id != 0) */
 } ftw_comm_t;
