@@ -231,6 +231,14 @@ ftw_status_t ftw_comm_track(MPI_Comm comm, uint64_t id,
     c = comm_new(comm, like);
     if (c == NULL)
         return FTW_ST_NO_MEMORY;
+    /* Members of another job (spawn, join) have no world rank here: no
+     * control channel reaches them, so no agreement or revocation. */
+    for (int i = 0; id != 0 && i < c->size; i++)
+        if (c->peer_world[i] < 0)
+            id = 0;
+    for (int i = 0; id != 0 && c->is_inter && i < c->nlocal; i++)
+        if (c->local_world[i] < 0)
+            id = 0;
     comm_insert(c, id);
     return FTW_OK;
 }

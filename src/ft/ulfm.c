@@ -8,6 +8,8 @@
 
 #include "ftw_mpi_have.h"
 #include "ft/agree.h"
+#include "ft/coll.h"
+#include "ft/comm.h"
 #include "ft/ft.h"
 #include "ft/op.h"
 #include "ft/ulfm.h"
@@ -200,12 +202,38 @@ static int ulfm_collective(MPI_Comm comm, const void *out, ftw_comm_t **c_p,
     return MPI_ERR_NO_MEM;
 }
 
+/* Agreement on an intercommunicator, ULFM's rule: each group gets the AND
+ * of the other group's flags, which is what the MPI's MPI_Allreduce over
+ * an intercommunicator computes.  It runs as a watched collective: a
+ * failure ftwrap learns of abandons it (MPIX_ERR_PROC_FAILED here; the
+ * other group may see it complete).  The groups may be in two jobs (after
+ * MPI_Comm_spawn), where ftwrap sees no failure of the other job's
+ * processes: not fault tolerant there (README, known limits). */
+static int agree_inter(MPI_Comm comm, int *flag)
+{
+    ftw_coll_t co;
+    int in = *flag, out = 0, rc;
+
+    if (ftw_coll_begin(&co, "MPIX_Comm_agree", comm))
+        return co.rc;
+    rc = ftw_coll_wait(&co, PMPI_Iallreduce(&in, &out, 1, MPI_INT, MPI_BAND,
+                                            co.native, &co.req));
+    if (rc == MPI_SUCCESS) {
+        *flag = out;
+        ftw_stat_add(FTW_STAT_AGREES, 1);
+    }
+    return rc;
+}
+
 int ftw_comm_agree(MPI_Comm comm, int *flag)
 {
     ftw_comm_t *c;
     uint8_t *failed, *prop;
     int rc, out = 0;
 
+    c = comm == MPI_COMM_NULL || flag == NULL ? NULL : ftw_comm_get(comm);
+    if (c != NULL && c->is_inter)
+        return agree_inter(comm, flag);
     rc = ulfm_collective(comm, flag, &c, &failed, &prop);
     if (rc != MPI_SUCCESS)
         return ftw_raise(comm, rc, "MPIX_Comm_agree", -1);
