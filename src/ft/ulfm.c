@@ -202,14 +202,16 @@ static int ulfm_collective(MPI_Comm comm, const void *out, ftw_comm_t **c_p,
     return MPI_ERR_NO_MEM;
 }
 
-/* Agreement on an intercommunicator, ULFM's rule: each group gets the AND
- * of the other group's flags, which is what the MPI's MPI_Allreduce over
- * an intercommunicator computes.  It runs as a watched collective: a
- * failure ftwrap learns of abandons it (MPIX_ERR_PROC_FAILED here; the
- * other group may see it complete).  The groups may be in two jobs (after
- * MPI_Comm_spawn), where ftwrap sees no failure of the other job's
- * processes: not fault tolerant there (README, known limits). */
-static int agree_inter(MPI_Comm comm, int *flag)
+/* Agreement where the control channel cannot run one: on an
+ * intercommunicator (ULFM's rule: each group gets the AND of the other
+ * group's flags, which is what the MPI's MPI_Allreduce over an
+ * intercommunicator computes) and on a communicator with members in
+ * another job (a merge after MPI_Comm_spawn: the AND of all).  It runs as
+ * a watched collective: a failure ftwrap learns of abandons it
+ * (MPIX_ERR_PROC_FAILED here; others may see it complete), and ftwrap
+ * sees no failure of another job's processes: not fault tolerant there
+ * (README, known limits). */
+static int agree_native(MPI_Comm comm, int *flag)
 {
     ftw_coll_t co;
     int in = *flag, out = 0, rc;
@@ -232,8 +234,8 @@ int ftw_comm_agree(MPI_Comm comm, int *flag)
     int rc, out = 0;
 
     c = comm == MPI_COMM_NULL || flag == NULL ? NULL : ftw_comm_get(comm);
-    if (c != NULL && c->is_inter)
-        return agree_inter(comm, flag);
+    if (c != NULL && (c->is_inter || c->id == 0))
+        return agree_native(comm, flag);
     rc = ulfm_collective(comm, flag, &c, &failed, &prop);
     if (rc != MPI_SUCCESS)
         return ftw_raise(comm, rc, "MPIX_Comm_agree", -1);
