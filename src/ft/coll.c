@@ -391,7 +391,7 @@ static int idup_seen(ftw_coll_t *co)
 int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
 {
     MPI_Comm *slot;
-    int blocking = 0, inter = 0, rc;
+    int blocking = 0, inter = 0, watch, rc;
 
     /* Intercommunicators take no agreement, and Open MPI 4.1's
      * nonblocking duplicate of one races with traffic on it.  Open MPI
@@ -422,10 +422,9 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
          * fails it here rather than hanging the MPI's call; one dying
          * during the call itself still does. */
         PMPI_Comm_test_inter(co->native, &inter);
-        if (idup_seen(co))
-            inter = 1;      /* the native call alone, unwatched */
-        rc = inter ? MPI_SUCCESS : PMPI_Ibarrier(co->native, &co->req);
-        if (!inter && rc == MPI_SUCCESS)
+        watch = !inter && !idup_seen(co);   /* else the native call alone */
+        rc = watch ? PMPI_Ibarrier(co->native, &co->req) : MPI_SUCCESS;
+        if (watch && rc == MPI_SUCCESS)
             rc = create_watch(co, NULL);
         if (rc == FTW_PENDING_CODE) {
             *newcomm = MPI_COMM_NULL;
