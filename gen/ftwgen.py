@@ -329,6 +329,12 @@ def body_comm_create(f):
             f.name, parent, groups[0], shape(f, [COMM, "MPI_Group", "int",
                                                   r"MPI_Comm \*"])[2])
         refused = "co.rc"
+    elif not agree and collective:
+        # No agreement after, no nonblocking form: one before (spawn,
+        # accept, connect).
+        begin = "ftw_create_gate(&co, ftw_create_begin(&co, \"%s\", %s, %d))" \
+            % (f.name, parent, 1 if rules.ANY_RANKS in f.attrs else 0)
+        refused = "co.rc"
     else:
         begin = "ftw_create_begin(&co, \"%s\", %s, %d)" % (
             f.name, parent, 1 if rules.ANY_RANKS in f.attrs else 0)

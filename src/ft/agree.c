@@ -499,7 +499,8 @@ err:
 
 void ftw_agree_result(const ftw_agree_t *a, uint8_t *failed, int *flag)
 {
-    memcpy(failed, a->decision, (size_t)a->n);
+    if (failed != NULL)
+        memcpy(failed, a->decision, (size_t)a->n);
     memcpy(flag, a->decision + a->n, 4);
 }
 

@@ -592,6 +592,41 @@ int ftw_create_refused(ftw_coll_t *co, int agree)
     return co->rc;
 }
 
+int ftw_create_gate(ftw_coll_t *co, int refused)
+{
+    ftw_comm_t *parent = create_parent(co);
+    uint8_t small[64], *failed;
+    int all_ok = 0, bad = -1, blind;
+
+    if (!create_agrees(parent))
+        return refused;
+    failed = parent->size < (int)sizeof(small) ?
+             small : malloc((size_t)parent->size + 1);
+    blind = failed == NULL;
+    /* Out of memory, this process still takes part (a member missing
+     * from the agreement would hold up the others), blind to who failed. */
+    if (ftw_agree(parent, NULL, !refused, failed, &all_ok) != MPI_SUCCESS)
+        all_ok = 0;
+    for (int i = 0; failed != NULL && i < parent->size && bad < 0; i++)
+        if (failed[i] & 1)
+            bad = i;
+    if (failed != small)
+        free(failed);
+    if (refused)
+        return 1;
+    if (all_ok && bad < 0 && !blind)
+        return 0;
+    if (ftw_comm_is_revoked_now(parent)) {
+        co->rc = ftw_raise(co->comm, MPIX_ERR_REVOKED, co->name, -1);
+        return 1;
+    }
+    if (bad < 0)
+        ftw_error("%s: another member refused the call (it knew of a "
+                  "failure or a revocation)", co->name);
+    co->rc = ftw_raise(co->comm, FTW_ERR_PROC_FAIL_STOP, co->name, bad);
+    return 1;
+}
+
 struct create_track {
     ftw_coll_t *co;
     ftw_comm_t *parent;

@@ -172,6 +172,16 @@ int ftw_create_end(ftw_coll_t *co, int rc, MPI_Comm *newcomm, int agree,
  * member takes part in the same agreements on the parent. */
 int ftw_create_refused(ftw_coll_t *co, int agree);
 
+/* A blocking creation the MPI runs over all of the parent's members and
+ * that has no nonblocking form to watch (MPI_Comm_spawn, its _multiple,
+ * MPI_Comm_accept, MPI_Comm_connect): before the MPI's call the members
+ * agree that none failed and none refused (refused: ftw_create_begin's
+ * answer), so a failure known to any of them ends the call on all of
+ * them with an error instead of hanging those already in the MPI's call.
+ * 0 to go on; 1 when refused, co->rc holding the error.  A member that
+ * dies after the agreement still hangs the others. */
+int ftw_create_gate(ftw_coll_t *co, int refused);
+
 /* A communicator made without a parent (MPI_Comm_join, ...): tracked, with
  * an id its members agree on when all of them are making it now. */
 int ftw_create_orphan(int rc, MPI_Comm *newcomm, int collective);

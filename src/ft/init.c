@@ -1,5 +1,7 @@
 /* MPI_Init and MPI_Finalize under ftwrap. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "ftwrap.h"
 #include "ft/agree.h"
@@ -84,6 +86,52 @@ static void initial_errhandler(void)
         ftw_debug("MPI_INFO_ENV does not take mpi_initial_errhandler");
 }
 
+/* Under ftwrun the MPI started ftwrap's supervisor, which then ran the
+ * program: Open MPI's MPI_INFO_ENV names the supervisor and its options
+ * as "command" and "argv", and a program that spawns copies of itself
+ * from them (MPI_Comm_spawn(command, ...)) would spawn the supervisor.
+ * They are set as the MPI sets them for a program it started itself: the
+ * base name of argv[0], and the other arguments joined by spaces. */
+static void info_env_command(void)
+{
+    static const char sup[] = "ftw-supervise";
+    char cmd[MPI_MAX_INFO_VAL + 1] = "", *args = NULL, *base;
+    size_t len = 0, n, cmdlen;
+    int flag = 0;
+    FILE *f;
+
+    if (PMPI_Info_get(MPI_INFO_ENV, "command", MPI_MAX_INFO_VAL, cmd,
+                      &flag) != MPI_SUCCESS || !flag)
+        return;
+    cmdlen = strlen(cmd);
+    if (cmdlen < sizeof(sup) - 1 ||
+        strcmp(cmd + cmdlen - (sizeof(sup) - 1), sup) != 0)
+        return;
+    if ((f = fopen("/proc/self/cmdline", "r")) == NULL)
+        return;
+    n = getdelim(&args, &len, 0, f);    /* argv[0] */
+    if (n > 0 && n != (size_t)-1) {
+        base = strrchr(args, '/');
+        PMPI_Info_set(MPI_INFO_ENV, "command", base ? base + 1 : args);
+    }
+    free(args);
+    args = NULL;
+    len = 0;
+    /* The rest: NUL-separated arguments, joined by spaces. */
+    n = getdelim(&args, &len, EOF, f);
+    fclose(f);
+    if (n != (size_t)-1 && n > 0) {
+        for (size_t i = 0; i + 1 < n; i++)
+            if (args[i] == '\0')
+                args[i] = ' ';
+        PMPI_Info_set(MPI_INFO_ENV, "argv", args);
+    } else if (PMPI_Info_get_valuelen(MPI_INFO_ENV, "argv", &(int){ 0 },
+                                      &flag) == MPI_SUCCESS && flag) {
+        PMPI_Info_delete(MPI_INFO_ENV, "argv");
+    }
+    free(args);
+}
+
 int ftw_init_after(int rc)
 {
     if (rc != MPI_SUCCESS)
@@ -99,6 +147,7 @@ int ftw_init_after(int rc)
     ftw_log_set_rank(world_rank);
     register_error_classes();
     initial_errhandler();
+    info_env_command();
     if (ftw_inject_init(world_rank) != FTW_OK)
         ftw_fatal("FTW_INJECT='%s' is not valid", ftw_cfg.inject);
     if (ftw_inject_armed)
@@ -178,8 +227,12 @@ void ftw_failure_catch_up(void)
 
 void ftw_comm_released(MPI_Comm comm)
 {
+    uint64_t id;
+
     ftw_failhandler_forget(comm);
-    ftw_agree_comm_freed(ftw_comm_untrack(comm));
+    id = ftw_comm_untrack(comm);
+    ftw_agree_comm_freed(id);
+    ftw_revoke_comm_freed(id);
 }
 
 int ftw_initialized(void)

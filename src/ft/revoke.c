@@ -11,12 +11,14 @@
  * process that got no bell learns of the revoker's death (a failure) and
  * looks then.
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "detect/detect.h"
 #include "ft/comm.h"
 #include "ft/ctl.h"
 #include "ft/ft.h"
+#include "ft/lock.h"
 #include "ft/op.h"
 #include "ft/request.h"
 #include "ft/ulfm.h"
@@ -90,11 +92,54 @@ static void revoke_mark(ftw_comm_t *c)
     revoke_flood(c);
 }
 
-/* A notice is taken once its communicator exists here. */
+/* Ids of the communicators freed here lately.  Every member forwards a
+ * notice to every other, so copies keep arriving after the program freed
+ * the communicator; one for an id in this ring is dropped, not parked for
+ * a communicator that will never exist again (a program that revokes and
+ * frees one communicator per iteration would park n - 2 notices per
+ * iteration, and every later look at the channel walks them). */
+#define FTW_FREED_IDS 1024
+
+static pthread_mutex_t freed_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t freed_ids[FTW_FREED_IDS];
+static unsigned freed_next;
+
+static int freed_lately(uint64_t id)
+{
+    int found = 0;
+
+    ftw_mt_lock(&freed_lock);
+    for (unsigned i = 0; i < FTW_FREED_IDS && !found; i++)
+        found = freed_ids[i] == id;
+    ftw_mt_unlock(&freed_lock);
+    return found;
+}
+
+/* A notice is taken once its communicator exists here, or is dropped
+ * when it existed and was freed. */
 static int revoke_match(const ftw_ctl_hdr_t *hdr, void *arg)
 {
     (void)arg;
-    return ftw_comm_by_id(hdr->id) != NULL;
+    return ftw_comm_by_id(hdr->id) != NULL || freed_lately(hdr->id);
+}
+
+static int id_match(const ftw_ctl_hdr_t *hdr, void *arg)
+{
+    return hdr->id == *(const uint64_t *)arg;
+}
+
+void ftw_revoke_comm_freed(uint64_t id)
+{
+    ftw_ctl_msg_t *m;
+
+    if (id == 0)
+        return;
+    ftw_mt_lock(&freed_lock);
+    freed_ids[freed_next++ % FTW_FREED_IDS] = id;
+    ftw_mt_unlock(&freed_lock);
+    while ((m = ftw_ctl_take_parked(FTW_CTL_TAG_REVOKE, id_match, &id)) !=
+           NULL)
+        free(m);
 }
 
 /* Take every notice waiting on the channel for a communicator made here;

@@ -55,6 +55,10 @@ static inline void ftw_revoke_check(void)
         ftw_revoke_poll();
 }
 
+/* The communicator with id was freed here: revoke notices for it that
+ * arrive later are dropped. */
+void ftw_revoke_comm_freed(uint64_t id);
+
 /* 1 if comm is known revoked here (after looking for new bells). */
 int ftw_comm_is_revoked_now(ftw_comm_t *c);
 
