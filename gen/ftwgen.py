@@ -331,10 +331,22 @@ def body_comm_create(f):
         refused = "co.rc"
     elif not agree and collective:
         # No agreement after, no nonblocking form: one before (spawn,
-        # accept, connect).
-        begin = "ftw_create_gate(&co, ftw_create_begin(&co, \"%s\", %s, %d))" \
-            % (f.name, parent, 1 if rules.ANY_RANKS in f.attrs else 0)
-        refused = "co.rc"
+        # accept, connect), which also checks a spawn's commands.
+        begin = "ftw_create_begin(&co, \"%s\", %s, %d)" % (
+            f.name, parent, 1 if rules.ANY_RANKS in f.attrs else 0)
+        refused = "ftw_gate_refused(&co, %s, 0, 0, NULL, NULL)" % out
+        n = [p.name for p in f.params]
+        if f.name == "MPI_Comm_spawn":
+            begin += " ? 1 : ftw_spawn_bad(&co, 1, NULL, %s, %s)" % (
+                n[0], n[4])
+            refused = "ftw_gate_refused(&co, %s, %s, 1, &%s, %s)" % (
+                out, n[4], n[2], n[7])
+        elif f.name == "MPI_Comm_spawn_multiple":
+            begin += " ? 1 : ftw_spawn_bad(&co, %s, %s, NULL, %s)" % (
+                n[0], n[1], n[5])
+            refused = "ftw_gate_refused(&co, %s, %s, %s, %s, %s)" % (
+                out, n[5], n[0], n[3], n[8])
+        begin = "ftw_create_gate(&co, %s)" % begin
     else:
         begin = "ftw_create_begin(&co, \"%s\", %s, %d)" % (
             f.name, parent, 1 if rules.ANY_RANKS in f.attrs else 0)
@@ -399,8 +411,9 @@ RSPAN = {
 }
 
 
-def coll_recv_span(f, base):
-    """The ftw_coll_recv() call describing where f writes, or ""."""
+def coll_recv_span(f, base, fail_req):
+    """The ftw_coll_recv() call describing where f writes, and the check
+    (and, blocking, the private copy) of that span, or ""."""
     if base not in RSPAN:
         return ""
     kind, buf, cnt, dt, cnts, disp, dts, rule, scaled = RSPAN[base]
@@ -408,11 +421,15 @@ def coll_recv_span(f, base):
     root = {"root": lambda: n[rule[1]], "all": lambda: "-1",
             "notroot": lambda: "-(%s) - 2" % n[rule[1]]}[rule[0]]()
     arg = lambda i, none: n[i] if i is not None else none
+    blocking = 0 if rules.NONBLOCKING in f.attrs else 1
     return ("    ftw_coll_recv(&co.rspan, FTW_RSPAN_%s, %s, %d, %s, %s, %s, "
-            "%s, %s, %s);\n" % (kind, root, scaled, n[buf], arg(cnt, "0"),
-                                arg(dt, "MPI_DATATYPE_NULL"),
-                                arg(cnts, "NULL"), arg(disp, "NULL"),
-                                arg(dts, "NULL")))
+            "%s, %s, %s);\n"
+            "    if (ftw_coll_out(&co, &%s, %d)) {\n%s"
+            "        return co.rc;\n    }\n"
+            % (kind, root, scaled, n[buf], arg(cnt, "0"),
+               arg(dt, "MPI_DATATYPE_NULL"), arg(cnts, "NULL"),
+               arg(disp, "NULL"), arg(dts, "NULL"), n[buf], blocking,
+               fail_req))
 
 
 # Blocking collectives whose counts of zero-size types are zeroed before
@@ -432,7 +449,7 @@ def body_coll(f):
            "    if (ftw_coll_begin(&co, \"%s\", %s)) {\n%s"
            "        return co.rc;\n    }\n" % (f.name, comm, fail_req))
     if not sfx and rules.PERSISTENT not in f.attrs:
-        out += coll_recv_span(f, base)
+        out += coll_recv_span(f, base, fail_req)
     if rules.PERSISTENT in f.attrs or base not in XCOLL or sfx:
         rotated = "        return ftw_coll_unsupported(&co);\n"
     elif req:
@@ -467,6 +484,7 @@ def body_comm_free(f):
     return ("    MPI_Comm old = %s != NULL ? *%s : MPI_COMM_NULL;\n"
             "    int rc;\n\n"
             "    ftw_wrap_check();\n"
+            "    ftw_comm_freeing(old);\n"
             "    rc = %s;\n"
             "    if (rc == MPI_SUCCESS)\n"
             "        ftw_comm_released(old);\n"

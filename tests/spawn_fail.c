@@ -8,12 +8,14 @@
  *
  * Four ranks.  1: under ftwrun the MPI started ftwrap's supervisor, yet
  * MPI_INFO_ENV's "command" and "argv" name this program and its
- * arguments (ULFM programs spawn copies of themselves from them).  Rank 3
+ * arguments (ULFM programs spawn copies of themselves from them).  2: a
+ * spawn whose root names an empty command (Open MPI 4.1 waits for ever to
+ * start it) fails with MPI_ERR_SPAWN on every member.  Rank 3
  * SIGKILLs itself right after a barrier; the others call MPI_Comm_spawn
  * over the communicator at once, before or after they learn of the
- * death.  2: it fails with MPIX_ERR_PROC_FAILED everywhere, within the
- * test's time limit.  3: a second spawn, the failure now known, fails
- * the same way.  4: after MPIX_Comm_shrink, a spawn of one copy over the
+ * death.  3: it fails with MPIX_ERR_PROC_FAILED everywhere, within the
+ * test's time limit.  4: a second spawn, the failure now known, fails
+ * the same way.  5: after MPIX_Comm_shrink, a spawn of one copy over the
  * survivors works; the parents' rank 0 sends it 256 KiB of checksummed
  * bytes, and the child answers with the checksum it computed.
  * (mpi=openmpi: Debian's MPICH 4.0.2 fails MPI_Comm_spawn without ftwrap
@@ -90,12 +92,24 @@ int main(int argc, char **argv)
     if (!tap_need_size(4))
         return 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    tap_plan(4);
+    tap_plan(5);
     tap_ok(info_env_names_program(argc, argv),
            "MPI_INFO_ENV's command and argv name this program, not "
            "ftwrap's supervisor");
     MPI_Comm_dup(MPI_COMM_WORLD, &w);
     MPI_Comm_set_errhandler(w, MPI_ERRORS_RETURN);
+    {
+        int codes[2] = { MPI_SUCCESS, MPI_SUCCESS };
+
+        rc = MPI_Comm_spawn(rank == 0 ? "" : argv[0], MPI_ARGV_NULL, 2,
+                            MPI_INFO_NULL, 0, w, &ic, codes);
+        ok = tap_class(rc) == MPI_ERR_SPAWN && ic == MPI_COMM_NULL &&
+             (rank != 0 || (tap_class(codes[0]) == MPI_ERR_SPAWN &&
+                            tap_class(codes[1]) == MPI_ERR_SPAWN));
+        tap_ok(ok, "MPI_Comm_spawn of an empty command fails with "
+               "MPI_ERR_SPAWN on every member, the root's error codes "
+               "too");
+    }
     MPI_Barrier(w);
     if (rank == 3)
         raise(SIGKILL);

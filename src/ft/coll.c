@@ -39,6 +39,7 @@ static int coll_begin_quiet(ftw_coll_t *co, const char *name, MPI_Comm comm)
     co->rc = MPI_SUCCESS;
     co->req = MPI_REQUEST_NULL;
     co->owned = NULL;
+    co->shield = NULL;
     co->rspan.kind = FTW_RSPAN_NONE;
     co->gen = 0;
     co->cut_seq = ftw_cut_seq;
@@ -111,14 +112,77 @@ static int coll_span(const ftw_coll_t *co, const void **buf_p,
     return n > 0;
 }
 
-/* Quarantine what an abandoned collective may still write. */
+/* Quarantine what an abandoned collective may still write (nothing of
+ * the program's if it runs over a private copy). */
 static unsigned coll_quarantine(const ftw_coll_t *co)
 {
     const void *buf;
     MPI_Count n;
     MPI_Datatype dt;
 
-    return coll_span(co, &buf, &n, &dt) ? ftw_quarantine_add(buf, n, dt) : 0;
+    return co->shield == NULL && coll_span(co, &buf, &n, &dt) ?
+           ftw_quarantine_add(buf, n, dt) : 0;
+}
+
+/* Does a failure end this collective with a call of the program's error
+ * handler or a return, rather than the job? */
+static int coll_errors_return(const ftw_coll_t *co)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    int ret;
+
+    if (PMPI_Comm_get_errhandler(co->comm, &eh) != MPI_SUCCESS)
+        return 1;
+    ret = eh != MPI_ERRORS_ARE_FATAL;
+#if defined(MPI_ERRORS_ABORT)
+    ret = ret && eh != MPI_ERRORS_ABORT;
+#endif
+    PMPI_Errhandler_free(&eh);
+    return ret;
+}
+
+int ftw_coll_out(ftw_coll_t *co, void **buf_p, int blocking)
+{
+    const void *buf;
+    const char *lo, *hi;
+    MPI_Count n;
+    MPI_Datatype dt;
+    int shield;
+
+    if (co->rspan.kind == FTW_RSPAN_NONE || *buf_p == MPI_BOTTOM)
+        return 0;
+    shield = blocking && coll_errors_return(co);
+    if ((!shield && !ftw_quarantine_count) || !coll_span(co, &buf, &n, &dt) ||
+        ftw_buffer_span(buf, n, dt, &lo, &hi) != MPI_SUCCESS || lo >= hi)
+        return 0;
+    if (ftw_quarantine_count &&
+        ftw_quarantine_overlaps(lo, (size_t)(hi - lo))) {
+        ftw_error("%s: the receive buffer [%p, %p) may still be written by "
+                  "an operation a failure cut", co->name, (const void *)lo,
+                  (const void *)hi);
+        co->rc = ftw_raise(co->comm, FTW_ERR_BUFFER_UNUSABLE, co->name, -1);
+        return 1;
+    }
+    if (!shield || (co->shield = malloc((size_t)(hi - lo))) == NULL)
+        return 0;
+    /* In as well as out: the span may hold input (MPI_IN_PLACE, a
+     * broadcast's data) and bytes the collective does not write. */
+    memcpy(co->shield, lo, (size_t)(hi - lo));
+    co->shield_lo = (char *)lo;
+    co->shield_len = (size_t)(hi - lo);
+    *buf_p = co->shield + ((const char *)*buf_p - lo);
+    return 0;
+}
+
+/* The native collective finished: its output goes where the program
+ * asked for it. */
+static void coll_unshield(ftw_coll_t *co)
+{
+    if (co->shield == NULL)
+        return;
+    memcpy(co->shield_lo, co->shield, co->shield_len);
+    free(co->shield);
+    co->shield = NULL;
 }
 
 /* A collective whose communicator lost a process may still finish with
@@ -164,6 +228,7 @@ int ftw_coll_wait(ftw_coll_t *co, int rc)
 
     if (rc != MPI_SUCCESS) {
         free(co->owned);
+        free(co->shield);
         return ftw_is_own_error(rc) ? ftw_raise(co->comm, rc, co->name, -1)
                                     : rc;
     }
@@ -174,15 +239,20 @@ int ftw_coll_wait(ftw_coll_t *co, int rc)
         rc = PMPI_Test(&co->req, &flag, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS || flag) {
             free(co->owned);
+            coll_unshield(co);
             return rc == MPI_SUCCESS ? coll_cut(co) : rc;
         }
         if (ftw_poll_changed(&p) && coll_cut_off(co)) {
             if (coll_drain(&co->req, MPI_STATUS_IGNORE)) {
                 free(co->owned);
+                coll_unshield(co);
                 return coll_cut(co);
             }
             /* The MPI may still use the request and its memory. */
-            ftw_grave_add_full(co->req, co->owned, coll_quarantine(co));
+            if (co->shield != NULL)
+                ftw_grave_add_shielded(co->req, co->owned, co->shield);
+            else
+                ftw_grave_add_full(co->req, co->owned, coll_quarantine(co));
             return ftw_raise(co->comm, coll_code(co->c), co->name, -1);
         }
         ftw_poll_idle(&p);
@@ -592,11 +662,53 @@ int ftw_create_refused(ftw_coll_t *co, int agree)
     return co->rc;
 }
 
+/* The gate's flag bits, ANDed over the members: a member clears GATE_OK
+ * to stop the call, and GATE_ARGS_OK too when the root's arguments are
+ * what is wrong. */
+#define GATE_OK 1
+#define GATE_ARGS_OK 2
+
+int ftw_spawn_bad(ftw_coll_t *co, int count, char **commands,
+                  const char *command, int root)
+{
+    int rank = -1;
+
+    if (PMPI_Comm_rank(co->comm, &rank) != MPI_SUCCESS || rank != root)
+        return 0;
+    for (int i = 0; i < count; i++) {
+        const char *cmd = commands != NULL ? commands[i] : command;
+
+        if (cmd != NULL && cmd[0] != '\0')
+            continue;
+        ftw_error("%s: the command to start is %s", co->name,
+                  cmd == NULL ? "NULL" : "empty");
+        co->rc = ftw_raise(co->comm, MPI_ERR_SPAWN, co->name, -1);
+        return FTW_GATE_BAD_ARGS;
+    }
+    return 0;
+}
+
+int ftw_gate_refused(ftw_coll_t *co, MPI_Comm *newcomm, int root,
+                     int count, const int *maxprocs, int *errcodes)
+{
+    int rank = -1, k = 0;
+
+    if (newcomm != NULL)
+        *newcomm = MPI_COMM_NULL;
+    if (count == 0 || errcodes == MPI_ERRCODES_IGNORE ||
+        PMPI_Comm_rank(co->comm, &rank) != MPI_SUCCESS || rank != root)
+        return co->rc;
+    for (int i = 0; i < count; i++)
+        for (int j = 0; j < maxprocs[i]; j++)
+            errcodes[k++] = co->rc;
+    return co->rc;
+}
+
 int ftw_create_gate(ftw_coll_t *co, int refused)
 {
     ftw_comm_t *parent = create_parent(co);
     uint8_t small[64], *failed;
-    int all_ok = 0, bad = -1, blind;
+    int flags = 0, bad = -1, blind;
 
     if (!create_agrees(parent))
         return refused;
@@ -605,8 +717,10 @@ int ftw_create_gate(ftw_coll_t *co, int refused)
     blind = failed == NULL;
     /* Out of memory, this process still takes part (a member missing
      * from the agreement would hold up the others), blind to who failed. */
-    if (ftw_agree(parent, NULL, !refused, failed, &all_ok) != MPI_SUCCESS)
-        all_ok = 0;
+    if (ftw_agree(parent, NULL, refused == 0 ? GATE_OK | GATE_ARGS_OK :
+                  refused == FTW_GATE_BAD_ARGS ? 0 : GATE_ARGS_OK, failed,
+                  &flags) != MPI_SUCCESS)
+        flags = GATE_ARGS_OK;
     for (int i = 0; failed != NULL && i < parent->size && bad < 0; i++)
         if (failed[i] & 1)
             bad = i;
@@ -614,8 +728,13 @@ int ftw_create_gate(ftw_coll_t *co, int refused)
         free(failed);
     if (refused)
         return 1;
-    if (all_ok && bad < 0 && !blind)
+    if ((flags & GATE_OK) && bad < 0 && !blind)
         return 0;
+    if (!(flags & GATE_ARGS_OK)) {
+        ftw_error("%s: the root's arguments are not valid", co->name);
+        co->rc = ftw_raise(co->comm, MPI_ERR_SPAWN, co->name, -1);
+        return 1;
+    }
     if (ftw_comm_is_revoked_now(parent)) {
         co->rc = ftw_raise(co->comm, MPIX_ERR_REVOKED, co->name, -1);
         return 1;

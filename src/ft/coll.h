@@ -72,6 +72,10 @@ typedef struct {
                              * completes (translated counts, packed
                              * buffers); freed with it */
     ftw_rspan_t rspan;      /* the receive buffer, for the quarantine */
+    char *shield;           /* a blocking collective's private copy of its
+                             * output span, or NULL (ftw_coll_out) */
+    char *shield_lo;        /* the span in the user's memory */
+    size_t shield_len;
     uint64_t child_id;      /* creation: the new communicator's id */
     int refused_unagreed;   /* creation: refused for a state the members
                              * have not agreed on (a failure, a revoke) */
@@ -81,6 +85,15 @@ typedef struct {
 
 /* Nonzero if the collective must fail at once (co->rc, already raised). */
 int ftw_coll_begin(ftw_coll_t *co, const char *name, MPI_Comm comm);
+
+/* After ftw_coll_recv: the output span checked against the quarantine
+ * (nonzero, co->rc raised, if a failed transfer may still write it).  A
+ * blocking collective whose error handler is not fatal runs over a
+ * private copy of its output span (*buf_p is moved into it; copied back
+ * once the MPI finishes): if a failure cuts it, the MPI keeps writing that
+ * copy, never the program's buffer, which is the program's again at once
+ * (a ULFM program reloads it from a checkpoint, or reuses it). */
+int ftw_coll_out(ftw_coll_t *co, void **buf_p, int blocking);
 
 /* Blocking: wait for co->req after a native post that returned rc. */
 int ftw_coll_wait(ftw_coll_t *co, int rc);
@@ -179,8 +192,24 @@ int ftw_create_refused(ftw_coll_t *co, int agree);
  * answer), so a failure known to any of them ends the call on all of
  * them with an error instead of hanging those already in the MPI's call.
  * 0 to go on; 1 when refused, co->rc holding the error.  A member that
- * dies after the agreement still hangs the others. */
+ * dies after the agreement still hangs the others.  refused may also be
+ * FTW_GATE_BAD_ARGS (ftw_spawn_bad): the others fail with the same
+ * class. */
+#define FTW_GATE_BAD_ARGS 2
 int ftw_create_gate(ftw_coll_t *co, int refused);
+
+/* At the root of a spawn: FTW_GATE_BAD_ARGS (co->rc raised) if a command
+ * to start is NULL or empty (Open MPI 4.1 waits for ever to start one),
+ * else 0.  commands: MPI_Comm_spawn_multiple's count commands, or NULL
+ * for MPI_Comm_spawn's one command. */
+int ftw_spawn_bad(ftw_coll_t *co, int count, char **commands,
+                  const char *command, int root);
+
+/* A creation the gate refused: *newcomm is MPI_COMM_NULL and, at a
+ * spawn's root, each of the count commands' maxprocs error codes is
+ * co->rc, which it returns. */
+int ftw_gate_refused(ftw_coll_t *co, MPI_Comm *newcomm, int root,
+                     int count, const int *maxprocs, int *errcodes);
 
 /* A communicator made without a parent (MPI_Comm_join, ...): tracked, with
  * an id its members agree on when all of them are making it now. */

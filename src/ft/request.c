@@ -204,7 +204,18 @@ typedef struct {
     unsigned qid;       /* quarantined range, released when it ends */
     int pidfd;          /* the one process that could write it, or -1 */
     unsigned settle;    /* progress passes made since that process exited */
+    void *shield;       /* a collective's private output copy */
+    unsigned skip;      /* passes to go before it is tested again */
+    unsigned wait;      /* passes between its tests, doubling */
 } grave_t;
+
+/* The most passes between two tests of one abandoned request.  Most end
+ * within a few passes (a cancelled receive, a send whose peer took it) or
+ * never (a collective a revocation cut on some members only, which the
+ * MPI keeps for good): testing the long-lived ones ever less often keeps a
+ * pass cheap when thousands pile up, while any test of one drives the
+ * MPI's progress for all of them. */
+#define GRAVE_MAX_WAIT 1023u
 
 #define GRAVE_EXITED (-2)     /* grave_t.pidfd: the writer has exited */
 
@@ -232,6 +243,9 @@ static void grave_add_locked(MPI_Request req, void *owned)
     grave[grave_n].qid = 0;
     grave[grave_n].pidfd = -1;
     grave[grave_n].settle = 0;
+    grave[grave_n].skip = 0;
+    grave[grave_n].shield = NULL;
+    grave[grave_n].wait = 0;
     grave[grave_n++].owned = owned;
     ftw_stat_add(FTW_STAT_GRAVEYARD, 1);
 }
@@ -289,6 +303,18 @@ void ftw_grave_add_full(MPI_Request req, void *owned, unsigned qid)
     req_table_unlock();
 }
 
+void ftw_grave_add_shielded(MPI_Request req, void *owned, void *shield)
+{
+    req_table_lock();
+    grave_add_locked(req, owned);
+    if (grave_n > 0 && grave[grave_n - 1].req == req)
+        grave[grave_n - 1].shield = shield;
+    else
+        ftw_warn_sparse("out of memory: a collective's output copy is "
+                        "left to the MPI");
+    req_table_unlock();
+}
+
 void ftw_grave_add_owned(MPI_Request req, void *owned)
 {
     req_table_lock();
@@ -333,6 +359,7 @@ static void grave_close(grave_t *g)
         close(g->pidfd);
     ftw_rndv_send_end(g->owned);
     free(g->owned);
+    free(g->shield);
     ftw_quarantine_release(g->qid);
 }
 
@@ -344,15 +371,25 @@ void ftw_grave_progress(void)
         return;
     req_table_lock();
     for (int i = 0; i < grave_n;) {
+        grave_t *g = &grave[i];
         int flag = 0;
 
-        PMPI_Test(&grave[i].req, &flag, MPI_STATUS_IGNORE);
+        if (g->skip > 0) {
+            g->skip--;
+            released |= grave_settle(g);
+            i++;
+            continue;
+        }
+        PMPI_Test(&g->req, &flag, MPI_STATUS_IGNORE);
         if (flag) {
-            released |= grave[i].qid != 0;
-            grave_close(&grave[i]);
-            grave[i] = grave[--grave_n];
+            released |= g->qid != 0;
+            grave_close(g);
+            *g = grave[--grave_n];
         } else {
-            released |= grave_settle(&grave[i]);
+            g->wait = g->wait * 2 + 1 < GRAVE_MAX_WAIT ?
+                      g->wait * 2 + 1 : GRAVE_MAX_WAIT;
+            g->skip = g->wait;
+            released |= grave_settle(g);
             i++;
         }
     }

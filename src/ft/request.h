@@ -94,6 +94,8 @@ void ftw_grave_add_quarantined(MPI_Request req, unsigned qid);
 void ftw_grave_add_recv(MPI_Request req, unsigned qid, int writer_world);
 /* Both: the MPI may still use owned and write the quarantined range. */
 void ftw_grave_add_full(MPI_Request req, void *owned, unsigned qid);
+/* ... and a second block the native request uses (freed with it). */
+void ftw_grave_add_shielded(MPI_Request req, void *owned, void *shield);
 void ftw_grave_progress(void);
 int ftw_grave_count(void);
 
