@@ -301,12 +301,57 @@ static int shrink_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
     return MPI_SUCCESS;
 }
 
+/* Shrink where the control channel cannot run an agreement: on a
+ * communicator with members in another job (a merge after a spawn).  The
+ * members agree natively (agree_native) that none of them knows of a
+ * failure, and the result is then a communicator of all of them.  A
+ * failure known there is refused (the agreement is cut, or a member says
+ * so): ftwrap cannot exclude processes of two jobs consistently. */
+static int shrink_native(ftw_comm_t *c, MPI_Comm *newcomm)
+{
+    MPI_Errhandler eh;
+    MPI_Group g;
+    MPI_Comm nc = MPI_COMM_NULL;
+    int ok, rc;
+
+    ftw_comm_refresh(c);
+    ok = c->nfailed == 0;
+    rc = agree_native(c->user, &ok);
+    if (rc != MPI_SUCCESS)
+        return rc;      /* raised by the watched collective */
+    if (!ok) {
+        ftw_error("MPIX_Comm_shrink: a member of a communicator spanning "
+                  "two jobs knows of a failure; ftwrap cannot exclude it "
+                  "there");
+        return ftw_raise(c->user, MPIX_ERR_PROC_FAILED, "MPIX_Comm_shrink",
+                         -1);
+    }
+    if (PMPI_Comm_group(c->user, &g) != MPI_SUCCESS)
+        return ftw_raise(c->user, MPI_ERR_INTERN, "MPIX_Comm_shrink", -1);
+    rc = PMPI_Comm_create_group(c->user, g, TAG_SHRINK, &nc);
+    PMPI_Group_free(&g);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (PMPI_Comm_get_errhandler(c->user, &eh) == MPI_SUCCESS) {
+        PMPI_Comm_set_errhandler(nc, eh);
+        if (!is_predefined_eh(eh))
+            PMPI_Errhandler_free(&eh);
+    }
+    ftw_comm_track(nc, 0, c);
+    ftw_stat_add(FTW_STAT_SHRINKS, 1);
+    *newcomm = nc;
+    return MPI_SUCCESS;
+}
+
 int ftw_comm_shrink(MPI_Comm comm, MPI_Comm *newcomm)
 {
     ftw_comm_t *c;
     uint8_t *failed;
     int rc, flag;
 
+    c = comm == MPI_COMM_NULL || newcomm == NULL ? NULL : ftw_comm_get(comm);
+    if (c != NULL && !c->is_inter && c->id == 0 && comm != MPI_COMM_SELF)
+        return shrink_native(c, newcomm);
     rc = ulfm_collective(comm, newcomm, &c, &failed, NULL);
     if (rc != MPI_SUCCESS)
         return ftw_raise(comm, rc, "MPIX_Comm_shrink", -1);
