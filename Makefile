@@ -127,6 +127,7 @@ bench: all
 	scripts/bench/drain
 	scripts/bench/rndv
 	scripts/bench/create
+	scripts/bench/coll
 
 stress: all
 	scripts/stress
