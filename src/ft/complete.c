@@ -38,13 +38,15 @@ typedef struct {
 } reqset_t;
 
 /* Drains happened in this process, receives went through bounce buffers,
- * or a death cut the MPI's copies: completions must be checked
- * (ftw_req_completed) for requests a drain cancelled, for data to copy out
- * of a bounce buffer, and for data a dead process never finished. */
+ * a death cut the MPI's copies, or sends to failed processes were posted
+ * to end in error: completions must be checked (ftw_req_completed) for
+ * requests a drain cancelled, for data to copy out of a bounce buffer,
+ * for data a dead process never finished, and for those sends. */
 static int drains_known(void)
 {
     return atomic_load_explicit(&ftw_drain_seq, memory_order_relaxed) != 0 ||
-           ftw_unlikely(ftw_bounce_used) || ftw_unlikely(ftw_cut_seq != 0);
+           ftw_unlikely(ftw_bounce_used) || ftw_unlikely(ftw_cut_seq != 0) ||
+           ftw_unlikely(ftw_late_failed);
 }
 
 static int reqset_init(reqset_t *s, int n, const MPI_Request reqs[])

@@ -44,6 +44,7 @@ void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
     op->info.buf = NULL;
     op->info.p2p_user = NULL;
     op->info.rndv = 0;
+    op->info.failed_at_start = 0;
     op->replay = 0;
     op->info.bounce = NULL;
     op->bounceable = 0;
@@ -271,6 +272,19 @@ static int op_refused_failed(ftw_op_t *op, MPI_Status *status)
         bad = op->info.peer2;
     else
         bad = -1;
+    if (bad >= 0 && bad == op->info.peer && op->posts &&
+        !op->info.persistent && op->npeer != FTW_EXCLUDED &&
+        (op->info.kind == FTW_OP_SEND || op->info.kind == FTW_OP_SSEND)) {
+        /* A nonblocking send to a failed process starts and completes in
+         * error, as in ULFM's MPI: a halo exchange posts its other sends
+         * after this one, and a program whose error handler left the
+         * exchange at the start would never post them (its live
+         * neighbours would wait for them for ever; ULFM's Jacobi). */
+        op->npeer = MPI_PROC_NULL;
+        op->info.failed_at_start = 1;
+        ftw_late_failed = 1;
+        return 0;
+    }
     if (bad >= 0) {
         code = FTW_ERR_PROC_FAIL_STOP;
     } else if (op->info.peer == MPI_ANY_SOURCE && !op->posts &&
@@ -411,8 +425,50 @@ int ftw_op_direct(ftw_op_t *op, MPI_Count count, MPI_Datatype dt)
     return ftw_send_eager(count, dt);
 }
 
+static int late_query(void *extra, MPI_Status *st)
+{
+    (void)extra;
+    PMPI_Status_set_elements(st, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(st, 0);
+    st->MPI_SOURCE = MPI_UNDEFINED;
+    st->MPI_TAG = MPI_UNDEFINED;
+    return MPI_SUCCESS;
+}
+
+static int late_free(void *extra)
+{
+    (void)extra;
+    return MPI_SUCCESS;
+}
+
+static int late_cancel(void *extra, int complete)
+{
+    (void)extra;
+    (void)complete;
+    return MPI_SUCCESS;
+}
+
+/* A send posted to end in error (failed_at_start): the MPI's request to
+ * MPI_PROC_NULL may be a shared built-in handle (MPICH 4.0), so it is
+ * finished and replaced by a completed request of its own, which ftwrap
+ * finds by its handle and fails at its completion. */
+static int late_failed_request(MPI_Request *request)
+{
+    int rc = *request != MPI_REQUEST_NULL ?
+             PMPI_Wait(request, MPI_STATUS_IGNORE) : MPI_SUCCESS;
+
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Grequest_start(late_query, late_free, late_cancel, NULL,
+                                 request);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Grequest_complete(*request);
+    return rc;
+}
+
 int ftw_op_posted(ftw_op_t *op, int rc, MPI_Request *request)
 {
+    if (ftw_unlikely(op->info.failed_at_start) && rc == MPI_SUCCESS)
+        rc = late_failed_request(request);
     if (rc == MPI_SUCCESS)
         ftw_req_add(*request, &op->info);
     else
@@ -743,10 +799,16 @@ static int req_cut(const ftw_reqinfo_t *info, MPI_Status *st)
     return FTW_ERR_PROC_FAIL_STOP;
 }
 
+int ftw_late_failed;
+
 int ftw_req_completed(const ftw_reqinfo_t *info, MPI_Status *st)
 {
     if (info == NULL)
         return MPI_SUCCESS;
+    if (ftw_unlikely(info->failed_at_start)) {
+        ftw_status_fail(st, FTW_ERR_PROC_FAIL_STOP, info->peer);
+        return FTW_ERR_PROC_FAIL_STOP;
+    }
     if (ftw_unlikely(ftw_cut_seq != 0) && req_cut(info, st) != MPI_SUCCESS)
         return FTW_ERR_PROC_FAIL_STOP;
     if (info->kind != FTW_OP_RECV)

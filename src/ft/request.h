@@ -31,6 +31,9 @@ typedef struct {
     uint8_t kind;       /* ftw_op_kind_t */
     uint8_t persistent;
     uint8_t rndv;       /* FTW_RNDV_* (ft/p2p_rndv.h), 0: plain */
+    uint8_t failed_at_start; /* a nonblocking send to a process known
+                              * failed: posted to MPI_PROC_NULL, it
+                              * completes with FTW_ERR_PROC_FAIL_STOP */
     uint32_t coll_gen;  /* FTW_OP_COLL: the communicator's coll_gen */
     uint32_t cut_seq;   /* FTW_OP_COLL: ftw_cut_seq when posted */
     uint32_t drain_seq; /* ftw_drain_seq when posted */
