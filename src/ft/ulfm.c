@@ -277,12 +277,28 @@ static int is_predefined_eh(MPI_Errhandler eh)
     return eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_RETURN;
 }
 
+/* A shrink's new communicator nc of c: c's error handler, tracked with
+ * id (like: ftw_comm_track's), counted, handed out in *out. */
+static void shrink_made(ftw_comm_t *c, MPI_Comm nc, uint64_t id,
+                        const ftw_comm_t *like, void *out)
+{
+    MPI_Errhandler eh;
+
+    if (PMPI_Comm_get_errhandler(c->user, &eh) == MPI_SUCCESS) {
+        PMPI_Comm_set_errhandler(nc, eh);
+        if (!is_predefined_eh(eh))
+            PMPI_Errhandler_free(&eh);
+    }
+    ftw_comm_track(nc, id, like);
+    ftw_stat_add(FTW_STAT_SHRINKS, 1);
+    *(MPI_Comm *)out = nc;
+}
+
 /* After the agreement: the communicator of the processes not in failed
  * (bit 0), with comm's error handler. */
 static int shrink_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
                          void *out)
 {
-    MPI_Errhandler eh;
     MPI_Comm nc;
     int rc;
 
@@ -290,14 +306,7 @@ static int shrink_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
     rc = ftw_comm_create_survivors(c, failed, 1, TAG_SHRINK, &nc);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (PMPI_Comm_get_errhandler(c->user, &eh) == MPI_SUCCESS) {
-        PMPI_Comm_set_errhandler(nc, eh);
-        if (!is_predefined_eh(eh))
-            PMPI_Errhandler_free(&eh);
-    }
-    ftw_comm_track(nc, ftw_comm_next_id(c), NULL);
-    ftw_stat_add(FTW_STAT_SHRINKS, 1);
-    *(MPI_Comm *)out = nc;
+    shrink_made(c, nc, ftw_comm_next_id(c), NULL, out);
     return MPI_SUCCESS;
 }
 
@@ -309,7 +318,6 @@ static int shrink_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
  * so): ftwrap cannot exclude processes of two jobs consistently. */
 static int shrink_native(ftw_comm_t *c, MPI_Comm *newcomm)
 {
-    MPI_Errhandler eh;
     MPI_Group g;
     MPI_Comm nc = MPI_COMM_NULL;
     int ok, rc;
@@ -332,14 +340,7 @@ static int shrink_native(ftw_comm_t *c, MPI_Comm *newcomm)
     PMPI_Group_free(&g);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (PMPI_Comm_get_errhandler(c->user, &eh) == MPI_SUCCESS) {
-        PMPI_Comm_set_errhandler(nc, eh);
-        if (!is_predefined_eh(eh))
-            PMPI_Errhandler_free(&eh);
-    }
-    ftw_comm_track(nc, 0, c);
-    ftw_stat_add(FTW_STAT_SHRINKS, 1);
-    *newcomm = nc;
+    shrink_made(c, nc, 0, c, newcomm);
     return MPI_SUCCESS;
 }
 
