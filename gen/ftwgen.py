@@ -422,14 +422,28 @@ def coll_recv_span(f, base, fail_req):
             "notroot": lambda: "-(%s) - 2" % n[rule[1]]}[rule[0]]()
     arg = lambda i, none: n[i] if i is not None else none
     blocking = 0 if rules.NONBLOCKING in f.attrs else 1
+    # What the output span holds besides output (ftw_coll_out's input):
+    # with MPI_IN_PLACE the input (the send buffer is the first parameter
+    # of every collective here but the broadcast, whose output span leaves
+    # out the root, the one process it is input at); an exclusive scan
+    # writes nothing at rank 0; an in-place reduce-scatter's input is
+    # larger than its output.
+    if base == "Bcast":
+        in_place = "FTW_OUT_ONLY"
+    elif base == "Exscan":
+        in_place = "FTW_OUT_KEEP"
+    elif base.startswith("Reduce_scatter"):
+        in_place = "%s == MPI_IN_PLACE ? FTW_OUT_WIDER : FTW_OUT_ONLY" % n[0]
+    else:
+        in_place = "%s == MPI_IN_PLACE ? FTW_OUT_KEEP : FTW_OUT_ONLY" % n[0]
     return ("    ftw_coll_recv(&co.rspan, FTW_RSPAN_%s, %s, %d, %s, %s, %s, "
             "%s, %s, %s);\n"
-            "    if (ftw_coll_out(&co, &%s, %d)) {\n%s"
+            "    if (ftw_coll_out(&co, &%s, %d, %s)) {\n%s"
             "        return co.rc;\n    }\n"
             % (kind, root, scaled, n[buf], arg(cnt, "0"),
                arg(dt, "MPI_DATATYPE_NULL"), arg(cnts, "NULL"),
                arg(disp, "NULL"), arg(dts, "NULL"), n[buf], blocking,
-               fail_req))
+               in_place, fail_req))
 
 
 # Blocking collectives whose counts of zero-size types are zeroed before

@@ -141,17 +141,54 @@ static int coll_errors_return(const ftw_coll_t *co)
     return ret;
 }
 
-int ftw_coll_out(ftw_coll_t *co, void **buf_p, int blocking)
+/* The private copies of one thread, kept between its collectives (a
+ * fresh allocation of megabytes each time cost more in page faults than
+ * the copies themselves); one a cut collective leaves to the graveyard is
+ * not reused.  Copies above FTW_SHIELD_KEEP are allocated per call. */
+#define FTW_SHIELD_KEEP ((size_t)64 << 20)
+static FTW_TLS char *shield_cache;
+static FTW_TLS size_t shield_cache_len;
+
+static char *shield_get(size_t len)
+{
+    char *p;
+
+    if (len > FTW_SHIELD_KEEP)
+        return malloc(len);
+    if (shield_cache_len >= len) {
+        p = shield_cache;
+        shield_cache = NULL;
+        shield_cache_len = 0;
+        return p;
+    }
+    free(shield_cache);
+    shield_cache = NULL;
+    shield_cache_len = 0;
+    return malloc(len);
+}
+
+static void shield_put(char *p, size_t len)
+{
+    if (len > FTW_SHIELD_KEEP || shield_cache_len >= len) {
+        free(p);
+        return;
+    }
+    free(shield_cache);
+    shield_cache = p;
+    shield_cache_len = len;
+}
+
+int ftw_coll_out(ftw_coll_t *co, void **buf_p, int blocking, int input)
 {
     const void *buf;
     const char *lo, *hi;
-    MPI_Count n;
+    MPI_Count n, size = 0;
     MPI_Datatype dt;
     int shield;
 
     if (co->rspan.kind == FTW_RSPAN_NONE || *buf_p == MPI_BOTTOM)
         return 0;
-    shield = blocking && coll_errors_return(co);
+    shield = blocking && input != FTW_OUT_WIDER && coll_errors_return(co);
     if ((!shield && !ftw_quarantine_count) || !coll_span(co, &buf, &n, &dt) ||
         ftw_buffer_span(buf, n, dt, &lo, &hi) != MPI_SUCCESS || lo >= hi)
         return 0;
@@ -163,11 +200,15 @@ int ftw_coll_out(ftw_coll_t *co, void **buf_p, int blocking)
         co->rc = ftw_raise(co->comm, FTW_ERR_BUFFER_UNUSABLE, co->name, -1);
         return 1;
     }
-    if (!shield || (co->shield = malloc((size_t)(hi - lo))) == NULL)
+    if (!shield || (co->shield = shield_get((size_t)(hi - lo))) == NULL)
         return 0;
-    /* In as well as out: the span may hold input (MPI_IN_PLACE, a
-     * broadcast's data) and bytes the collective does not write. */
-    memcpy(co->shield, lo, (size_t)(hi - lo));
+    /* In as well as out where the span holds input (MPI_IN_PLACE), bytes
+     * the collective leaves as they are (an exclusive scan's at rank 0),
+     * or bytes it does not write (gaps of a datatype, blocks between
+     * displacements). */
+    if (input == FTW_OUT_KEEP || co->rspan.kind != FTW_RSPAN_PLAIN ||
+        ftw_type_size(dt, &size) != MPI_SUCCESS || n * size != hi - lo)
+        memcpy(co->shield, lo, (size_t)(hi - lo));
     co->shield_lo = (char *)lo;
     co->shield_len = (size_t)(hi - lo);
     *buf_p = co->shield + ((const char *)*buf_p - lo);
@@ -181,7 +222,7 @@ static void coll_unshield(ftw_coll_t *co)
     if (co->shield == NULL)
         return;
     memcpy(co->shield_lo, co->shield, co->shield_len);
-    free(co->shield);
+    shield_put(co->shield, co->shield_len);
     co->shield = NULL;
 }
 
@@ -228,7 +269,8 @@ int ftw_coll_wait(ftw_coll_t *co, int rc)
 
     if (rc != MPI_SUCCESS) {
         free(co->owned);
-        free(co->shield);
+        if (co->shield != NULL)
+            shield_put(co->shield, co->shield_len);
         return ftw_is_own_error(rc) ? ftw_raise(co->comm, rc, co->name, -1)
                                     : rc;
     }

@@ -89,11 +89,17 @@ int ftw_coll_begin(ftw_coll_t *co, const char *name, MPI_Comm comm);
 /* After ftw_coll_recv: the output span checked against the quarantine
  * (nonzero, co->rc raised, if a failed transfer may still write it).  A
  * blocking collective whose error handler is not fatal runs over a
- * private copy of its output span (*buf_p is moved into it; copied back
- * once the MPI finishes): if a failure cuts it, the MPI keeps writing that
+ * private copy of its output span (*buf_p is moved into it; copied in
+ * first where input says the span holds more than output, or the span
+ * has bytes the datatype skips; copied back once the MPI finishes): if a failure cuts it, the MPI keeps writing that
  * copy, never the program's buffer, which is the program's again at once
  * (a ULFM program reloads it from a checkpoint, or reuses it). */
-int ftw_coll_out(ftw_coll_t *co, void **buf_p, int blocking);
+enum {
+    FTW_OUT_ONLY,   /* the span holds only what the collective writes */
+    FTW_OUT_KEEP,   /* it holds input, or bytes left as they are */
+    FTW_OUT_WIDER   /* the input reaches beyond it: no private copy */
+};
+int ftw_coll_out(ftw_coll_t *co, void **buf_p, int blocking, int input);
 
 /* Blocking: wait for co->req after a native post that returned rc. */
 int ftw_coll_wait(ftw_coll_t *co, int rc);
