@@ -203,10 +203,11 @@ int ftw_coll_out(ftw_coll_t *co, void **buf_p, int blocking, int input)
     if (!shield || (co->shield = shield_get((size_t)(hi - lo))) == NULL)
         return 0;
     /* In as well as out where the span holds input (MPI_IN_PLACE), bytes
-     * the collective leaves as they are (an exclusive scan's at rank 0),
-     * or bytes it does not write (gaps of a datatype, blocks between
-     * displacements). */
-    if (input == FTW_OUT_KEEP || co->rspan.kind != FTW_RSPAN_PLAIN ||
+     * the collective leaves as they are (an exclusive scan's at rank 0,
+     * excluded ranks' slots after a validate), or bytes it does not write
+     * (gaps of a datatype, blocks between displacements). */
+    if (input == FTW_OUT_KEEP || co->rotated ||
+        co->rspan.kind != FTW_RSPAN_PLAIN ||
         ftw_type_size(dt, &size) != MPI_SUCCESS || n * size != hi - lo)
         memcpy(co->shield, lo, (size_t)(hi - lo));
     co->shield_lo = (char *)lo;
