@@ -493,20 +493,15 @@ def body_coll(f):
 
 
 def body_comm_free(f):
-    """Release: forget the communicator once the MPI has freed it.  Before
-    MPI_Comm_free (not MPI_Comm_disconnect, which waits for every pending
-    operation on the communicator) a touched communicator keeps its
-    context id (ftw_comm_freeing)."""
+    """Release: forget the communicator once the MPI has freed it."""
     arg = comm_out_param(f)
-    keep = "    ftw_comm_freeing(old);\n" if f.name == "MPI_Comm_free" else ""
     return ("    MPI_Comm old = %s != NULL ? *%s : MPI_COMM_NULL;\n"
             "    int rc;\n\n"
             "    ftw_wrap_check();\n"
-            "%s"
             "    rc = %s;\n"
             "    if (rc == MPI_SUCCESS)\n"
             "        ftw_comm_released(old);\n"
-            "    return rc;\n" % (arg, arg, keep, f.call(f.pname)))
+            "    return rc;\n" % (arg, arg, f.call(f.pname)))
 
 
 def body_win_life(f):

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "detect/detect.h"
-#include "ft/ft.h"
 #include "ft/lock.h"
 #include "ft/stash.h"
 #include "util/log.h"
@@ -409,77 +408,6 @@ ftw_comm_t *ftw_comm_get(MPI_Comm comm)
         return c;
     c = comm_new(comm, NULL);
     return c ? comm_insert(c, 0) : NULL;
-}
-
-/* Receives that keep freed communicators' context ids out of the MPI's
- * reuse (ftw_comm_freeing). */
-static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
-static MPI_Request *holds;
-static int nholds, cap_holds;
-
-/* Would freeing c let stale traffic meet a later communicator?  A
- * collective a failure or revocation cut may have sent part of its data
- * to members that never received it, and a send or receive cut between
- * live processes may have done the same; those messages wait in the
- * receivers' MPI for a match on c's context id. */
-static int comm_tainted(ftw_comm_t *c)
-{
-    ftw_comm_refresh(c);
-    return c->revoked || c->coll_gen != 0 || c->nfailed > 0 ||
-           c->drain_seq != 0 || c->peer_drain_seq != NULL || c->interrupt;
-}
-
-void ftw_comm_freeing(MPI_Comm comm)
-{
-    ftw_comm_t *c = ftw_comm_get(comm);
-    MPI_Request req = MPI_REQUEST_NULL, *more;
-    int *tag_ub = NULL, flag = 0;
-
-    if (c == NULL || comm == MPI_COMM_WORLD || comm == MPI_COMM_SELF ||
-        !comm_tainted(c))
-        return;
-    /* The MPI reuses a freed communicator's context id once nothing
-     * refers to it, and a stale message of c would then be matched by the
-     * new communicator's traffic (a wrong sum from a later allreduce, seen
-     * on MPICH).  A pending receive refers to it for good: one that
-     * nothing will match, from this process (the remote group's rank 0
-     * on an intercommunicator) with the largest tag. */
-    if (PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag) !=
-            MPI_SUCCESS || !flag ||
-        PMPI_Irecv(NULL, 0, MPI_BYTE, c->is_inter ? 0 : c->rank, *tag_ub,
-                   comm, &req) != MPI_SUCCESS) {
-        ftw_warn_sparse("a freed communicator's context id may be reused "
-                        "while stale messages of it are queued");
-        return;
-    }
-    ftw_mt_lock(&hold_lock);
-    if (nholds == cap_holds) {
-        int cap = cap_holds ? 2 * cap_holds : 16;
-
-        more = realloc(holds, sizeof(*more) * (size_t)cap);
-        if (more == NULL) {
-            /* The request is never completed then, but still holds. */
-            ftw_mt_unlock(&hold_lock);
-            return;
-        }
-        holds = more;
-        cap_holds = cap;
-    }
-    holds[nholds++] = req;
-    ftw_mt_unlock(&hold_lock);
-}
-
-void ftw_comm_holds_fini(void)
-{
-    ftw_mt_lock(&hold_lock);
-    for (int i = 0; i < nholds; i++) {
-        PMPI_Cancel(&holds[i]);
-        PMPI_Request_free(&holds[i]);
-    }
-    free(holds);
-    holds = NULL;
-    nholds = cap_holds = 0;
-    ftw_mt_unlock(&hold_lock);
 }
 
 uint64_t ftw_comm_untrack(MPI_Comm comm)

@@ -48,12 +48,6 @@ int ftw_comm_get_attr(MPI_Comm comm, int keyval, void *value, int *flag);
 /* Communicator release: after the native free. */
 void ftw_comm_released(MPI_Comm comm);
 
-/* Before the native free: if a failure, revocation, drain or interruption
- * may have left stale messages of comm in the MPI, keep its context id
- * from being reused (comm.c: a receive nothing matches stays posted on it
- * until MPI_Finalize). */
-void ftw_comm_freeing(MPI_Comm comm);
-
 /* Failure handlers (failhandler.c). */
 void ftw_failhandlers_run(void);
 void ftw_failhandler_forget(MPI_Comm comm);

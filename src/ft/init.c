@@ -200,7 +200,6 @@ int ftw_finalize(void)
     ftw_fast_wait_fini();
     ftw_agree_fini();
     ftw_type_fini();
-    ftw_comm_holds_fini();
     rc = ftw_finalize_run(ftw_ctl_comm, world_rank);
     ftw_detect_fini();
     ftw_comm_table_clear();
