@@ -429,13 +429,15 @@ def coll_recv_span(f, base, fail_req):
     # writes nothing at rank 0; an in-place reduce-scatter's input is
     # larger than its output.
     if base == "Bcast":
-        in_place = "FTW_OUT_ONLY"
+        span_input = "FTW_OUT_ONLY"
     elif base == "Exscan":
-        in_place = "FTW_OUT_KEEP"
+        span_input = "FTW_OUT_KEEP"
     elif base.startswith("Reduce_scatter"):
-        in_place = "%s == MPI_IN_PLACE ? FTW_OUT_WIDER : FTW_OUT_ONLY" % n[0]
+        span_input = ("%s == MPI_IN_PLACE ? FTW_OUT_WIDER : FTW_OUT_ONLY"
+                      % n[0])
     else:
-        in_place = "%s == MPI_IN_PLACE ? FTW_OUT_KEEP : FTW_OUT_ONLY" % n[0]
+        span_input = ("%s == MPI_IN_PLACE ? FTW_OUT_KEEP : FTW_OUT_ONLY"
+                      % n[0])
     return ("    ftw_coll_recv(&co.rspan, FTW_RSPAN_%s, %s, %d, %s, %s, %s, "
             "%s, %s, %s);\n"
             "    if (ftw_coll_out(&co, &%s, %d, %s)) {\n%s"
@@ -443,7 +445,7 @@ def coll_recv_span(f, base, fail_req):
             % (kind, root, scaled, n[buf], arg(cnt, "0"),
                arg(dt, "MPI_DATATYPE_NULL"), arg(cnts, "NULL"),
                arg(disp, "NULL"), arg(dts, "NULL"), n[buf], blocking,
-               in_place, fail_req))
+               span_input, fail_req))
 
 
 # Blocking collectives whose counts of zero-size types are zeroed before

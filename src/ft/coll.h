@@ -91,9 +91,10 @@ int ftw_coll_begin(ftw_coll_t *co, const char *name, MPI_Comm comm);
  * blocking collective whose error handler is not fatal runs over a
  * private copy of its output span (*buf_p is moved into it; copied in
  * first where input says the span holds more than output, or the span
- * has bytes the datatype skips; copied back once the MPI finishes): if a failure cuts it, the MPI keeps writing that
- * copy, never the program's buffer, which is the program's again at once
- * (a ULFM program reloads it from a checkpoint, or reuses it). */
+ * has bytes the datatype skips; copied back once the MPI finishes): if a
+ * failure cuts it, the MPI keeps writing that copy, never the program's
+ * buffer, which is the program's again at once (a ULFM program reloads it
+ * from a checkpoint, or reuses it). */
 enum {
     FTW_OUT_ONLY,   /* the span holds only what the collective writes */
     FTW_OUT_KEEP,   /* it holds input, or bytes left as they are */

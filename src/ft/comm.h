@@ -121,7 +121,6 @@ ftw_comm_t *ftw_comm_get(MPI_Comm comm);
 /* Bring nfailed up to the detector's current epoch. */
 void ftw_comm_refresh(ftw_comm_t *c);
 
-
 /* 1 if world rank w is a member of c (either group). */
 int ftw_comm_has_member(const ftw_comm_t *c, int w);
 

@@ -96,7 +96,8 @@ static void info_env_command(void)
 {
     static const char sup[] = "ftw-supervise";
     char cmd[MPI_MAX_INFO_VAL + 1] = "", *args = NULL, *base;
-    size_t len = 0, n, cmdlen;
+    size_t len = 0, cmdlen;
+    ssize_t n;
     int flag = 0;
     FILE *f;
 
@@ -110,7 +111,7 @@ static void info_env_command(void)
     if ((f = fopen("/proc/self/cmdline", "r")) == NULL)
         return;
     n = getdelim(&args, &len, 0, f);    /* argv[0] */
-    if (n > 0 && n != (size_t)-1) {
+    if (n > 0) {
         base = strrchr(args, '/');
         PMPI_Info_set(MPI_INFO_ENV, "command", base ? base + 1 : args);
     }
@@ -120,8 +121,8 @@ static void info_env_command(void)
     /* The rest: NUL-separated arguments, joined by spaces. */
     n = getdelim(&args, &len, EOF, f);
     fclose(f);
-    if (n != (size_t)-1 && n > 0) {
-        for (size_t i = 0; i + 1 < n; i++)
+    if (n > 0) {
+        for (ssize_t i = 0; i + 1 < n; i++)
             if (args[i] == '\0')
                 args[i] = ' ';
         PMPI_Info_set(MPI_INFO_ENV, "argv", args);
