@@ -495,8 +495,11 @@ def body_coll(f):
 
 
 def body_comm_free(f):
-    """Release: forget the communicator once the MPI has freed it."""
+    """Release: forget the communicator once the MPI has freed it.  A
+    disconnect waits for the other members first, watched (coll.c)."""
     arg = comm_out_param(f)
+    if f.name == "MPI_Comm_disconnect":
+        return "    return ftw_comm_disconnect(%s);\n" % arg
     return ("    MPI_Comm old = %s != NULL ? *%s : MPI_COMM_NULL;\n"
             "    int rc;\n\n"
             "    ftw_wrap_check();\n"

@@ -144,8 +144,10 @@ static void det_free_all(void)
 static ftw_status_t det_alloc(int size)
 {
     ftw_det.peers = calloc((size_t)size, sizeof(*ftw_det.peers));
-    ftw_det.failed = calloc((size_t)size, sizeof(*ftw_det.failed));
-    ftw_det.log = calloc((size_t)size, sizeof(*ftw_det.log));
+    ftw_det.failed = calloc((size_t)size + FTW_DET_FOREIGN_MAX,
+                            sizeof(*ftw_det.failed));
+    ftw_det.log = calloc((size_t)size + FTW_DET_FOREIGN_MAX,
+                         sizeof(*ftw_det.log));
     ftw_det.state = calloc((size_t)size, sizeof(*ftw_det.state));
     ftw_det.pidfds = malloc((size_t)size * sizeof(*ftw_det.pidfds));
     ftw_det.heard = calloc((size_t)size, sizeof(*ftw_det.heard));
@@ -280,6 +282,8 @@ static ftw_status_t det_open_fds(void)
 
 static void det_close_fds(void)
 {
+    if (ftw_det.epfd >= 0)
+        ftw_det_foreign_close();
     for (int r = 0; ftw_det.pidfds && r < ftw_det.size; r++)
         ftw_det_pidfd_drop(r);
     if (ftw_det.sock >= 0)
@@ -385,7 +389,8 @@ void ftw_detect_fini(void)
 
 int ftw_detect_is_failed(int world_rank)
 {
-    if (world_rank < 0 || world_rank >= ftw_det.size || !ftw_det.failed)
+    if (world_rank < 0 || world_rank >= ftw_det.size + FTW_DET_FOREIGN_MAX ||
+        !ftw_det.failed)
         return 0;
     return atomic_load_explicit(&ftw_det.failed[world_rank],
                                 memory_order_relaxed);
@@ -399,6 +404,16 @@ int ftw_detect_failure(uint32_t i)
 int ftw_detect_world_size(void)
 {
     return ftw_det.size;
+}
+
+uint64_t ftw_detect_host(void)
+{
+    return ftw_det.peers ? ftw_det.peers[ftw_det.rank].host : 0;
+}
+
+uint64_t ftw_detect_cookie(void)
+{
+    return ftw_det.cookie;
 }
 
 int ftw_detect_pid(int world_rank)

@@ -74,7 +74,8 @@ void ftw_detect_quiesce(void);
 /* Stop the thread and release its resources. */
 void ftw_detect_fini(void);
 
-/* 1 if world rank r is known to have failed (relaxed load). */
+/* 1 if world rank r (or the id of a process of another job) is known
+ * to have failed (relaxed load). */
 int ftw_detect_is_failed(int world_rank);
 
 /* World rank of the i-th failure published, i < ftw_fail_epoch. */
@@ -88,6 +89,19 @@ void ftw_detect_abort_job(int status);
 
 /* Number of processes in MPI_COMM_WORLD. */
 int ftw_detect_world_size(void);
+
+/* This host's id (hostname and boot id) and this job's cookie (random,
+ * the same in every process of the job); 0 before ftw_detect_init. */
+uint64_t ftw_detect_host(void);
+uint64_t ftw_detect_cookie(void);
+
+/* The id of the process pid on host, of another job (ft/xjob.c learned
+ * of it): its world rank if it is of this job after all, else an id of
+ * its own past the world ranks (the same on every call, valid in this
+ * process only), which ftw_detect_is_failed and the failure log use like
+ * a world rank.  On this host it is watched by a pidfd from now on;
+ * elsewhere it is not watched.  -1 past 1024 such processes. */
+int ftw_detect_foreign(uint64_t host, int pid);
 
 /* pid of world rank r (for tests and diagnostics), or -1. */
 int ftw_detect_pid(int world_rank);

@@ -11,6 +11,7 @@
  *   hint.c       SIGUSR1 (a launcher's hint that a peer died) -> eventfd
  *   thread.c     the detector thread's loop
  *   inject.c     FTW_INJECT
+ *   foreign.c    processes of other jobs (spawn, accept, connect, join)
  *
  * Threading: the arrays below marked "thread" are touched by the detector
  * thread only once it runs (and by ftw_detect_init before it starts).
@@ -50,7 +51,11 @@ enum {
     FTW_EV_SOCK = 2,
     FTW_EV_PIDFD = 3,
     FTW_EV_EARLY = 4,
+    FTW_EV_FOREIGN = 5,     /* a process of another job (foreign.c) */
 };
+
+/* Processes of other jobs watched at most (ids ftw_det.size + 0..max-1). */
+#define FTW_DET_FOREIGN_MAX 1024
 
 typedef struct {
     int size;
@@ -61,8 +66,8 @@ typedef struct {
     ftw_det_peer_t *peers;          /* [size], read-only after init */
 
     /* Published. */
-    _Atomic uint8_t *failed;        /* [size] */
-    int *log;                       /* [size] */
+    _Atomic uint8_t *failed;        /* [size + FTW_DET_FOREIGN_MAX] */
+    int *log;                       /* [size + FTW_DET_FOREIGN_MAX] */
     pthread_mutex_t pub_lock;
     int quiesced;                   /* under pub_lock */
 
@@ -112,6 +117,10 @@ ftw_status_t ftw_det_pidfd_open_all(void);
 void ftw_det_pidfd_event(int rank);
 void ftw_det_pidfd_recheck(void);
 void ftw_det_pidfd_drop(int rank);
+
+/* foreign.c */
+void ftw_det_foreign_event(int id);
+void ftw_det_foreign_close(void);
 
 /* heartbeat.c */
 ftw_status_t ftw_det_sock_open(uint16_t *port_p);

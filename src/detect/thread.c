@@ -49,6 +49,9 @@ static void thread_dispatch(const struct epoll_event *ev)
         if (ftw_det.pidfds[rank] >= 0)
             ftw_det_pidfd_event(rank);
         break;
+    case FTW_EV_FOREIGN:
+        ftw_det_foreign_event(rank);
+        break;
     }
 }
 

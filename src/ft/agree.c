@@ -53,7 +53,10 @@ struct ftw_agree {
     uint8_t *decision;      /* [vlen] */
     uint8_t *decided_from;  /* [n]: DECIDED received from */
     uint8_t *answered;      /* [n]: lazy: DECIDED sent to */
-    int *world;             /* [n]: world rank of each member */
+    int *world;             /* [n]: world rank of each member (or the id
+                             * of a process of another job) */
+    ftw_ctl_chan_t *chan;   /* the communicator's own channel, or NULL:
+                             * the job's (ctl.h) */
     struct member {
         int world, rank;
     } *by_world;            /* [n]: the members sorted by world rank */
@@ -182,9 +185,9 @@ static bcast_t *bcast_new(ftw_agree_t *a, int type, int round,
 /* Send b's message to member q. */
 static void bcast_to(ftw_agree_t *a, bcast_t *b, int q)
 {
-    PMPI_Isend(b->msg, (int)(sizeof(ftw_ctl_hdr_t) + a->vlen), MPI_BYTE,
-               a->world[q], FTW_CTL_TAG_AGREE, ftw_ctl_comm,
-               &b->reqs[b->nreq]);
+    ftw_ctl_isend(a->chan, q, a->world[q], b->msg,
+                  (int)(sizeof(ftw_ctl_hdr_t) + a->vlen), FTW_CTL_TAG_AGREE,
+                  &b->reqs[b->nreq]);
     b->peer[b->nreq++] = a->world[q];
 }
 
@@ -468,6 +471,9 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
         goto err;
     a->id = c->id;
     a->seq = c->agree_seq++;
+    a->chan = c->chan;
+    if (a->chan != NULL)
+        ftw_ctl_chan_hold(a->chan);
     a->me = c->rank;
     v = a->scratch;
     /* The members are copied: a finishing agreement may outlive c. */
@@ -522,6 +528,7 @@ static void agree_release(ftw_agree_t *a)
         a->sent = b->next;
         bcast_finish(b);
     }
+    ftw_ctl_chan_put(a->chan);
     free(a);
 }
 

@@ -9,6 +9,7 @@
 #include "ft/cut.h"
 #include "ft/ft.h"
 #include "ft/op.h"
+#include "ft/xjob.h"
 #include "ft/lock.h"
 #include "ft/quarantine.h"
 #include "ft/ulfm.h"
@@ -795,6 +796,15 @@ struct create_track {
     MPI_Comm comm;
 };
 
+/* The calls whose intercommunicator joins this job to another. */
+static int create_joins_jobs(const char *name)
+{
+    return strcmp(name, "MPI_Comm_spawn") == 0 ||
+           strcmp(name, "MPI_Comm_spawn_multiple") == 0 ||
+           strcmp(name, "MPI_Comm_accept") == 0 ||
+           strcmp(name, "MPI_Comm_connect") == 0;
+}
+
 static void create_track(void *arg)
 {
     struct create_track *t = arg;
@@ -849,15 +859,49 @@ int ftw_create_end(ftw_coll_t *co, int rc, MPI_Comm *newcomm, int agree,
             parent->idup_seen = 1;
 #endif
     }
-    else if (!tracked)
+    else if (!tracked) {
+        if (create_joins_jobs(co->name))
+            ftw_xjob_exchange(*newcomm, co->name);
         create_track(&t);
+    }
     return rc;
 }
 
 int ftw_create_orphan(int rc, MPI_Comm *newcomm, int collective)
 {
-    if (rc == MPI_SUCCESS && ftw_initialized())
-        ftw_comm_track(*newcomm, collective ? ftw_comm_agreed_id(*newcomm)
-                                            : 0, NULL);
+    if (rc != MPI_SUCCESS || !ftw_initialized())
+        return rc;
+    if (collective)
+        ftw_xjob_exchange(*newcomm, "MPI_Comm_join");
+    ftw_comm_track(*newcomm, collective ? ftw_comm_agreed_id(*newcomm) : 0,
+                   NULL);
+    return rc;
+}
+
+int ftw_comm_disconnect(MPI_Comm *comm)
+{
+    MPI_Comm old = comm != NULL ? *comm : MPI_COMM_NULL;
+    ftw_coll_t co;
+    int rc;
+
+    ftw_wrap_check();
+    if (old == MPI_COMM_NULL || old == MPI_COMM_WORLD || old == MPI_COMM_SELF)
+        return PMPI_Comm_disconnect(comm);      /* the MPI's own error */
+    if (ftw_coll_begin(&co, "MPI_Comm_disconnect", old))
+        rc = co.rc;
+    else if (co.rotated)
+        rc = ftw_coll_wait(&co, ftw_xcoll_ibarrier(&co, &co.req));
+    else
+        rc = ftw_coll_wait(&co, PMPI_Ibarrier(co.native, &co.req));
+    if (rc == MPI_SUCCESS) {
+        rc = PMPI_Comm_disconnect(comm);
+        if (rc == MPI_SUCCESS)
+            ftw_comm_released(old);
+        return rc;
+    }
+    /* The others may never come: what the MPI still holds of the
+     * communicator stays with it, the handle is gone. */
+    if (PMPI_Comm_free(comm) == MPI_SUCCESS)
+        ftw_comm_released(old);
     return rc;
 }

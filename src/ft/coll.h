@@ -222,6 +222,13 @@ int ftw_gate_refused(ftw_coll_t *co, MPI_Comm *newcomm, int root,
  * an id its members agree on when all of them are making it now. */
 int ftw_create_orphan(int rc, MPI_Comm *newcomm, int collective);
 
+/* MPI_Comm_disconnect: a watched barrier over *comm first, so that a
+ * member that died (or never disconnects before it dies) is an error, not
+ * a hang.  After the barrier, the MPI's disconnect; when a failure cut the
+ * barrier (raised on *comm while it is still valid), the handle is freed
+ * here without waiting for the others and the error returned. */
+int ftw_comm_disconnect(MPI_Comm *comm);
+
 /* Survivor rank in co->native of comm rank r, or -1 if r was excluded. */
 static inline int ftw_coll_rank(const ftw_coll_t *co, int r)
 {

@@ -7,7 +7,9 @@
 
 #include "detect/detect.h"
 #include "ft/lock.h"
+#include "ft/ctl.h"
 #include "ft/stash.h"
+#include "ft/xjob.h"
 #include "util/log.h"
 #include "util/stats.h"
 
@@ -75,6 +77,7 @@ static int to_world(MPI_Group group, int n, int *out)
     PMPI_Group_translate_ranks(group, n, ranks, world_group, out);
     if (ranks != small)
         free(ranks);
+    ftw_xjob_translate(group, n, out);
     return 1;
 }
 
@@ -98,6 +101,7 @@ static void comm_free_record(ftw_comm_t *c)
         HASH_DEL(c->group_seq, g);
         free(g);
     }
+    ftw_ctl_chan_put(c->chan);
     free(c->peer_world);
     free(c->local_world);
     free(c->surv);
@@ -171,9 +175,25 @@ err:
     return NULL;
 }
 
+/* 1 if a member of c is a process of another job. */
+static int comm_two_jobs(const ftw_comm_t *c)
+{
+    int world = ftw_detect_world_size();
+
+    for (int i = 0; i < c->size; i++)
+        if (c->peer_world[i] >= world)
+            return 1;
+    for (int i = 0; c->is_inter && i < c->nlocal; i++)
+        if (c->local_world[i] >= world)
+            return 1;
+    return 0;
+}
+
 static void set_id_locked(ftw_comm_t *c, uint64_t id)
 {
-    if (c->id != 0 || id == 0)
+    /* Members in two jobs need the channel ftw_comm_track opens, which an
+     * id learned later (an MPI_Comm_idup's) comes without. */
+    if (c->id != 0 || id == 0 || (c->chan == NULL && comm_two_jobs(c)))
         return;
     c->id = id;
     HASH_ADD(hh_id, id_table, id, sizeof(c->id), c);
@@ -231,14 +251,22 @@ ftw_status_t ftw_comm_track(MPI_Comm comm, uint64_t id,
     c = comm_new(comm, like);
     if (c == NULL)
         return FTW_ST_NO_MEMORY;
-    /* Members of another job (spawn, join) have no world rank here: no
-     * control channel reaches them, so no agreement or revocation. */
+    /* Members ftwrap does not know (of another job it made no exchange
+     * with) are out of reach: no agreement or revocation.  Known members
+     * of other jobs are reached on a channel of the communicator's own
+     * (an intercommunicator gets none). */
     for (int i = 0; id != 0 && i < c->size; i++)
         if (c->peer_world[i] < 0)
             id = 0;
     for (int i = 0; id != 0 && c->is_inter && i < c->nlocal; i++)
         if (c->local_world[i] < 0)
             id = 0;
+    if (id != 0 && comm_two_jobs(c)) {
+        if (!c->is_inter)
+            c->chan = ftw_ctl_chan_open(comm, c->peer_world, c->size);
+        if (c->chan == NULL)
+            id = 0;
+    }
     comm_insert(c, id);
     return FTW_OK;
 }
@@ -266,6 +294,31 @@ static uint64_t group_hash(MPI_Group group, int tag)
     return h;
 }
 
+/* The same over the group's ranks in parent's group, for a parent with
+ * members in two jobs: the ids of processes of other jobs differ from
+ * process to process. */
+static uint64_t group_hash_in(MPI_Group group, int tag, MPI_Comm parent)
+{
+    MPI_Group pg;
+    int n = 0, *r, *p;
+    uint64_t h = mix(0x6B1E, (uint64_t)(uint32_t)tag);
+
+    PMPI_Group_size(group, &n);
+    r = malloc(sizeof(int) * (size_t)(n ? n : 1) * 2);
+    if (r == NULL)
+        return 0;
+    p = r + n;
+    for (int i = 0; i < n; i++)
+        r[i] = i;
+    PMPI_Comm_group(parent, &pg);
+    PMPI_Group_translate_ranks(group, n, r, pg, p);
+    PMPI_Group_free(&pg);
+    for (int i = 0; i < n; i++)
+        h = mix(h, (uint64_t)(uint32_t)p[i]);
+    free(r);
+    return h;
+}
+
 uint64_t ftw_comm_next_group_id(ftw_comm_t *parent, MPI_Group group, int tag)
 {
     struct ftw_group_seq *g;
@@ -273,7 +326,8 @@ uint64_t ftw_comm_next_group_id(ftw_comm_t *parent, MPI_Group group, int tag)
 
     if (parent == NULL || parent->id == 0)
         return 0;
-    key = group_hash(group, tag);
+    key = parent->chan != NULL ? group_hash_in(group, tag, parent->user)
+                               : group_hash(group, tag);
     if (key == 0)
         return 0;
     /* Threads may make groups of one parent at once (with other tags). */
@@ -289,14 +343,16 @@ uint64_t ftw_comm_next_group_id(ftw_comm_t *parent, MPI_Group group, int tag)
     return id;
 }
 
-/* Unique in the job: this process's world rank and count. */
+/* Unique among jobs: the job's cookie, this process's world rank and
+ * count. */
 static uint64_t fresh_id(void)
 {
     static _Atomic uint64_t made;
     int wrank = 0;
 
     PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
-    return mix(mix(0xA6EED, (uint64_t)wrank), atomic_fetch_add(&made, 1) + 1);
+    return mix(mix(mix(0xA6EED, ftw_detect_cookie()), (uint64_t)wrank),
+               atomic_fetch_add(&made, 1) + 1);
 }
 
 /* The lowest world rank of group's members; -1 if one is not in this
@@ -310,7 +366,7 @@ static int group_lowest_world(MPI_Group group)
     if (w == NULL)
         return -1;
     for (int i = 0; i < n; i++) {
-        if (w[i] < 0) {
+        if (w[i] < 0 || w[i] >= ftw_detect_world_size()) {
             low = -1;
             break;
         }

@@ -23,7 +23,9 @@ typedef struct ftw_comm {
     int is_inter;
     int size;               /* ranks point-to-point addresses (the remote
                              * group of an intercommunicator) */
-    int *peer_world;        /* [size]: world rank of each addressable rank */
+    int *peer_world;        /* [size]: world rank of each addressable rank
+                             * (a process of another job: the id
+                             * ftw_detect_foreign gave it; -1: unknown) */
     int nlocal;             /* an intercommunicator's local group */
     int *local_world;       /* [nlocal], NULL for intracommunicators */
     uint32_t epoch_seen;    /* failures accounted for in nfailed */
@@ -48,6 +50,8 @@ typedef struct ftw_comm {
      * communication from the parent's; 0 for intercommunicators and
      * communicators ftwrap did not see made, which take no agreement. */
     uint64_t id;
+    struct ftw_ctl_chan *chan; /* a channel of its own when members are in
+                             * two jobs (ctl.h), else NULL */
     uint32_t child_seq;     /* communicators made from this one over all
                              * of its members */
     struct ftw_group_seq *group_seq; /* MPI_Comm_create_group calls on it,

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "detect/detect.h"
 #include "ft/lock.h"
@@ -16,6 +17,86 @@ static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static ftw_ctl_msg_t *parked;       /* oldest first */
 static ftw_ctl_msg_t **parked_tail = &parked;
 static uint32_t parked_epoch;       /* failures looked at by the sweep */
+
+struct ftw_ctl_chan {
+    struct ftw_ctl_chan *next;      /* on chans, under ctl_lock */
+    MPI_Comm comm;
+    int refs;                       /* under ctl_lock */
+    int n;
+    int ids[];                      /* [n] */
+};
+static ftw_ctl_chan_t *chans;       /* open ones, read by receive() */
+
+ftw_ctl_chan_t *ftw_ctl_chan_open(MPI_Comm comm, const int *ids, int n)
+{
+    ftw_ctl_chan_t *ch = malloc(sizeof(*ch) + sizeof(int) * (size_t)n);
+    MPI_Comm dup = MPI_COMM_NULL;
+    int rc;
+
+    /* Every member calls the duplicate, even one out of memory: the
+     * others would wait in it. */
+    rc = PMPI_Comm_dup(comm, &dup);
+    if (rc != MPI_SUCCESS || ch == NULL) {
+        ftw_error("no control channel for a communicator with members in "
+                  "two jobs (%s): no revocation or agreement on it",
+                  ch == NULL ? "out of memory" : "MPI_Comm_dup failed");
+        if (dup != MPI_COMM_NULL)
+            PMPI_Comm_free(&dup);
+        free(ch);
+        return NULL;
+    }
+    PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+    ch->comm = dup;
+    ch->refs = 1;
+    ch->n = n;
+    memcpy(ch->ids, ids, sizeof(int) * (size_t)n);
+    ftw_mt_lock(&ctl_lock);
+    ch->next = chans;
+    chans = ch;
+    ftw_mt_unlock(&ctl_lock);
+    return ch;
+}
+
+void ftw_ctl_chan_hold(ftw_ctl_chan_t *ch)
+{
+    ftw_mt_lock(&ctl_lock);
+    ch->refs++;
+    ftw_mt_unlock(&ctl_lock);
+}
+
+void ftw_ctl_chan_put(ftw_ctl_chan_t *ch)
+{
+    int last;
+
+    if (ch == NULL)
+        return;
+    ftw_mt_lock(&ctl_lock);
+    last = --ch->refs == 0;
+    if (last) {
+        for (ftw_ctl_chan_t **pp = &chans; *pp != NULL; pp = &(*pp)->next) {
+            if (*pp == ch) {
+                *pp = ch->next;
+                break;
+            }
+        }
+    }
+    ftw_mt_unlock(&ctl_lock);
+    if (!last)
+        return;
+    /* A process that is gone may leave sends of ours pending: the MPI
+     * finishes or keeps them, the duplicate's release waits for none.
+     * After MPI_Finalize the MPI has freed it. */
+    if (PMPI_Finalized(&last) == MPI_SUCCESS && !last)
+        PMPI_Comm_free(&ch->comm);
+    free(ch);
+}
+
+int ftw_ctl_isend(ftw_ctl_chan_t *ch, int rank, int id, const void *buf,
+                  int len, int tag, MPI_Request *req)
+{
+    return PMPI_Isend(buf, len, MPI_BYTE, ch != NULL ? rank : id, tag,
+                      ch != NULL ? ch->comm : ftw_ctl_comm, req);
+}
 
 int ftw_ctl_init(void)
 {
@@ -38,6 +119,7 @@ void ftw_ctl_fini(void)
         free(m);
     }
     parked_tail = &parked;
+    chans = NULL;               /* the MPI's finalize frees their comms */
     ftw_mt_unlock(&ctl_lock);
 }
 
@@ -91,16 +173,38 @@ static void sweep_locked(void)
         parked_tail = &(*parked_tail)->next;
 }
 
-/* One message of tag off the channel, or NULL. */
+/* A message of tag on the job's channel or a communicator's own (the
+ * job's first), matched; 0 if none is here. */
+static int probe_any_locked(int tag, MPI_Message *mh, MPI_Status *st,
+                            int *from)
+{
+    int flag = 0;
+
+    if (PMPI_Improbe(MPI_ANY_SOURCE, tag, ftw_ctl_comm, &flag, mh, st) ==
+            MPI_SUCCESS && flag) {
+        *from = st->MPI_SOURCE;
+        return 1;
+    }
+    for (ftw_ctl_chan_t *ch = chans; ch != NULL; ch = ch->next) {
+        if (PMPI_Improbe(MPI_ANY_SOURCE, tag, ch->comm, &flag, mh, st) ==
+                MPI_SUCCESS && flag) {
+            *from = st->MPI_SOURCE >= 0 && st->MPI_SOURCE < ch->n ?
+                    ch->ids[st->MPI_SOURCE] : -1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* One message of tag off the channels, or NULL. */
 static ftw_ctl_msg_t *receive(int tag)
 {
     MPI_Message mh;
     MPI_Status st;
     ftw_ctl_msg_t *m;
-    int flag = 0, len = 0;
+    int len = 0, from = -1;
 
-    if (PMPI_Improbe(MPI_ANY_SOURCE, tag, ftw_ctl_comm, &flag, &mh, &st) !=
-            MPI_SUCCESS || !flag)
+    if (!probe_any_locked(tag, &mh, &st, &from))
         return NULL;
     PMPI_Get_count(&st, MPI_BYTE, &len);
     m = malloc(offsetof(ftw_ctl_msg_t, u) +
@@ -114,7 +218,7 @@ static ftw_ctl_msg_t *receive(int tag)
     }
     PMPI_Mrecv(m->u.data, len, MPI_BYTE, &mh, MPI_STATUS_IGNORE);
     m->tag = tag;
-    m->from = st.MPI_SOURCE;
+    m->from = from;
     m->len = len;
     if (len < (int)sizeof(ftw_ctl_hdr_t)) {
         ftw_warn_sparse("control message of %d bytes from world rank %d "

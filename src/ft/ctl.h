@@ -7,6 +7,11 @@
  * communicator costs ftwrap no native communicator and no context id of
  * its own.
  *
+ * A communicator with members in other jobs (after MPI_Comm_spawn,
+ * accept, connect or join) is out of that channel's reach: it gets a
+ * channel of its own, a duplicate of it made when it is (ftw_ctl_chan_t),
+ * shared by nothing else and read along with the job's.
+ *
  * Messages are read by matched probes (thread safe); one that arrives for
  * an exchange this process has not reached yet (a faster peer's next
  * agreement, a communicator not made here yet) is parked until that
@@ -48,6 +53,26 @@ typedef struct ftw_ctl_msg {
 } ftw_ctl_msg_t;
 
 extern MPI_Comm ftw_ctl_comm;
+
+/* A communicator's own channel: a duplicate of it, whose rank r is the
+ * process ids[r] (a world rank, or the id ftw_detect_foreign gave a
+ * process of another job).  Counted references: the communicator's
+ * record holds one, each agreement on it another. */
+typedef struct ftw_ctl_chan ftw_ctl_chan_t;
+
+/* Open one for comm, an intracommunicator of n members (collective over
+ * comm: only where all of them are making it now); NULL if it could not
+ * be made (said).  The caller holds the one reference. */
+ftw_ctl_chan_t *ftw_ctl_chan_open(MPI_Comm comm, const int *ids, int n);
+void ftw_ctl_chan_hold(ftw_ctl_chan_t *ch);
+/* Drop a reference; the last frees the duplicate, and messages still
+ * coming on it are never read. */
+void ftw_ctl_chan_put(ftw_ctl_chan_t *ch);
+
+/* Send len bytes with tag to the member of rank rank on ch, or, when ch is
+ * NULL, to world rank id on the job's channel.  MPI_Isend's result. */
+int ftw_ctl_isend(ftw_ctl_chan_t *ch, int rank, int id, const void *buf,
+                  int len, int tag, MPI_Request *req);
 
 /* Make the channel (collective over MPI_COMM_WORLD, at MPI_Init). */
 int ftw_ctl_init(void);

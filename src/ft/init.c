@@ -12,6 +12,7 @@
 #include "ft/op.h"
 #include "ft/request.h"
 #include "ft/ulfm.h"
+#include "ft/xjob.h"
 #include "rndv/rndv.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -180,6 +181,14 @@ int ftw_init_after(int rc)
                   "finalize barrier will not work");
     ftw_comm_track(MPI_COMM_WORLD, FTW_COMM_ID_WORLD, NULL);
     ftw_comm_track(MPI_COMM_SELF, FTW_COMM_ID_SELF, NULL);
+    {
+        MPI_Comm parent = MPI_COMM_NULL;
+
+        /* A spawned process: the spawner's side of this exchange ends
+         * its MPI_Comm_spawn (coll.c). */
+        if (PMPI_Comm_get_parent(&parent) == MPI_SUCCESS)
+            ftw_xjob_exchange(parent, "MPI_Init (the spawning job)");
+    }
     if (ftw_cfg.print_config && world_rank == 0)
         ftw_config_print(stdout);
     ftw_running = 1;
@@ -201,6 +210,7 @@ int ftw_finalize(void)
     ftw_fast_wait_fini();
     ftw_agree_fini();
     ftw_type_fini();
+    ftw_xjob_fini();
     rc = ftw_finalize_run(ftw_ctl_comm, world_rank);
     ftw_detect_fini();
     ftw_comm_table_clear();

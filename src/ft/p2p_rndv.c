@@ -186,13 +186,15 @@ static void heads_rescue(const ftw_reqinfo_t *info)
 }
 
 /* World rank of rank peer of comm, or -1 (intercommunicators, wildcard
- * or null peers, unknown communicators go native). */
+ * or null peers, processes of other jobs, unknown communicators go
+ * native). */
 static int peer_world(MPI_Comm comm, int peer)
 {
     ftw_comm_t *c = ftw_comm_get(comm);
 
-    if (c == NULL || c->is_inter || peer < 0 || peer >= c->size)
-        return -1;
+    if (c == NULL || c->is_inter || peer < 0 || peer >= c->size ||
+        c->peer_world[peer] >= ftw_detect_world_size())
+        return -1;      /* a process of another job: no transport */
     return c->peer_world[peer];
 }
 

@@ -62,8 +62,8 @@ static void revoke_flood(ftw_comm_t *c)
         reqs[i] = MPI_REQUEST_NULL;
         to[i] = notify_target(c, i);
         if (to[i] >= 0)
-            PMPI_Isend(&notice, (int)sizeof(notice), MPI_BYTE, to[i],
-                       FTW_CTL_TAG_REVOKE, ftw_ctl_comm, &reqs[i]);
+            ftw_ctl_isend(c->chan, i, to[i], &notice, (int)sizeof(notice),
+                          FTW_CTL_TAG_REVOKE, &reqs[i]);
     }
     for (int i = 0; i < n; i++)
         if (to[i] >= 0)
@@ -209,8 +209,8 @@ static ftw_comm_t *revoke_comm(MPI_Comm comm, const char *name)
     if (c != NULL && c->id != 0)
         return c;
     ftw_error("%s: not possible on %s", name, c == NULL ? "MPI_COMM_NULL" :
-              "a communicator ftwrap did not see made or whose members "
-              "are in two jobs (after MPI_Comm_spawn or MPI_Comm_join)");
+              "a communicator ftwrap did not see made, or an "
+              "intercommunicator between two jobs");
     return NULL;
 }
 

@@ -117,9 +117,9 @@ int ftw_agree_prepare(MPI_Comm comm, ftw_comm_t **c_p, uint8_t **failed_p)
     if (c == NULL)
         return MPI_ERR_COMM;
     if (c->id == 0 || c->is_inter) {
-        ftw_error("not possible on an intercommunicator, on one whose "
-                  "members are in two jobs (MPI_Comm_spawn, MPI_Comm_join) "
-                  "or on one ftwrap did not see made");
+        ftw_error("not possible on an intercommunicator, on one between "
+                  "two jobs that ftwrap could not give a channel, or on one "
+                  "ftwrap did not see made");
         return MPI_ERR_COMM;
     }
     *failed_p = malloc((size_t)c->size + 1);
