@@ -128,6 +128,7 @@ bench: all
 	scripts/bench/rndv
 	scripts/bench/create
 	scripts/bench/coll
+	scripts/bench/win
 
 stress: all
 	scripts/stress

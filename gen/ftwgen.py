@@ -510,14 +510,59 @@ def body_comm_free(f):
 
 
 def body_win_life(f):
-    """Window creation and release: counted once the MPI has done it."""
-    return ("    int rc;\n\n"
-            "    ftw_wrap_check();\n"
+    """Window creation: the gate over the communicator (everywhere or
+    nowhere), the MPI's call, then ftwrap's record (src/ft/win.c)."""
+    comm = comm_param(f)
+    n = [p.name for p in f.params]
+    outs = [p.name for p in f.params if re.match(r"^MPI_Win\s*\*$", p.type)]
+    if comm is None or len(outs) != 1:
+        raise GenError("%s: expected a communicator and one MPI_Win *" %
+                       f.name)
+    if "base" in n:
+        base, isptr = "base", 0
+    elif "baseptr" in n:
+        base, isptr = "baseptr", 1
+    else:
+        base, isptr = "NULL", 0
+    return ("    ftw_coll_t co;\n    int rc;\n\n"
+            "    if (ftw_create_gate(&co, ftw_create_begin(&co, \"%s\", %s, "
+            "0)))\n"
+            "        return ftw_win_refused(&co, %s);\n"
             "    rc = %s;\n"
-            "    if (rc == MPI_SUCCESS)\n"
-            "        ftw_win_count(%d);\n"
-            "    return rc;\n"
-            % (f.call(f.pname), -1 if f.name == "MPI_Win_free" else 1))
+            "    return ftw_win_made(&co, rc, %s, %s, %d, %s, %s, %s);\n"
+            % (f.name, comm, outs[0], call_with(f, f.pname,
+                                                {comm: "co.native"}),
+               outs[0], base, isptr, "size" if "size" in n else "0",
+               "disp_unit" if "disp_unit" in n else "1",
+               "info" if "info" in n else "MPI_INFO_NULL"))
+
+
+# What a request-based RMA call writes at the origin: (buffer, count,
+# type) parameters.
+RMA_WRITES = {
+    "Rget": ("origin_addr", "origin_count", "origin_datatype"),
+    "Rget_accumulate": ("result_addr", "result_count", "result_datatype"),
+}
+
+
+def body_win_rma(f):
+    """An RMA call: refused on an invalid window, routed after a validate;
+    a request-based one is recorded so that its wait is watched."""
+    n = [p.name for p in f.params]
+    if "target_rank" not in n or "win" not in n:
+        raise GenError("%s: expected target_rank and win" % f.name)
+    native = call_with(f, f.pname, {"target_rank": "rt.target",
+                                    "win": "rt.native"})
+    body = ("    ftw_win_route_t rt;\n\n"
+            "    if (ftw_win_rma(&rt, \"%s\", win, target_rank))\n"
+            "        return rt.rc;\n" % f.name)
+    if "request" not in n:
+        return body + "    return %s;\n" % native
+    base = re.sub(r"^MPI_|_c$", "", f.name)
+    w = RMA_WRITES.get(base)
+    return body + ("    return ftw_win_req(win, target_rank, %s, request, "
+                   "%s);\n" % (native, ", ".join(w) if w else
+                                "NULL, 0, MPI_DATATYPE_NULL"))
 
 
 def body_core(f):
@@ -802,6 +847,8 @@ def body_for(f):
         return body_comm_free(f)
     if f.family == "win_life":
         return body_win_life(f)
+    if f.family == "win_rma":
+        return body_win_rma(f)
     if f.variadic:
         return body_variadic(f)
     return body_passthrough(f)

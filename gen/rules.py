@@ -137,9 +137,18 @@ RULES = [
     (r"MPIX_Comm_(shrink|agree)", "ulfm", {BLOCKS, COLLECTIVE, CORE}),
     (r"MPIX_Comm_(failure_ack|failure_get_acked)", "ulfm", {CORE}),
 
-    # Windows: counted while they exist (src/ft/op.c, the idle policy).
-    (r"MPI_Win_(create|allocate|allocate_shared|create_dynamic|free)" + _LC,
-     "win_life", set()),
+    # Windows (src/ft/win.c): creation passes the gate and is tracked;
+    # the synchronisations and the free are ftwrap's own; RMA calls are
+    # refused on a window a failure invalidated and routed to the window
+    # a validate made over the survivors.
+    (r"MPI_Win_(create|allocate|allocate_shared|create_dynamic)" + _LC,
+     "win_life", {BLOCKS, COLLECTIVE}),
+    (r"MPI_Win_(fence|start|complete|post|wait|test|lock|unlock|lock_all|"
+     r"unlock_all|flush|flush_all|flush_local|flush_local_all|sync|free)",
+     "win_sync", {CORE}),
+    (r"MPI_(Put|Rput|Get|Rget|Accumulate|Raccumulate|Get_accumulate|"
+     r"Rget_accumulate|Fetch_and_op|Compare_and_swap)" + _LC, "win_rma",
+     set()),
 
     # Local calls with no failure semantics: checked passthrough.  Whole
     # object families by prefix (datatypes, groups, info, files, windows,
@@ -157,8 +166,7 @@ RULES = [
      r"Graphdims_get|Dist_graph_neighbors|Dist_graph_neighbors_count|"
      r"Topo_test|Address|Register_datarep|Open_port|Close_port|"
      r"Publish_name|Unpublish_name|Lookup_name|Pcontrol|Wtime|Wtick|"
-     r"Put|Rput|Get|Rget|Accumulate|Raccumulate|Get_accumulate|"
-     r"Rget_accumulate|Fetch_and_op|Compare_and_swap|Group_from_session_pset)"
+     r"Group_from_session_pset)"
      + _LC, "local", set()),
     (r"MPIX_(Delete_error_class|Delete_error_code|Delete_error_string|"
      r"GPU_query_support|Query_cuda_support|Query_hip_support|"

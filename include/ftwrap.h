@@ -151,6 +151,38 @@ int FTW_Comm_validate_multiple(int count, MPI_Comm comms[],
                                MPI_Group *failed_group);
 
 /*
+ * Windows.
+ *
+ * A failure of any process of a window (made through ftwrap with
+ * MPI_Win_create, MPI_Win_allocate, MPI_Win_allocate_shared or
+ * MPI_Win_create_dynamic, which are everywhere or nowhere) invalidates it:
+ * from then on every RMA call (MPI_Put ... MPI_Compare_and_swap, the
+ * request-based ones included) and every synchronisation on it (fence,
+ * post/start/complete/wait/test, lock/unlock, lock_all/unlock_all, flush*)
+ * fails with FTW_ERR_PROC_FAIL_STOP, raised on the window (whose default
+ * handler is MPI_ERRORS_ARE_FATAL), and the window's memory is undefined
+ * (a transfer cut by the failure may have written part of it).  A
+ * synchronisation waiting for a process that dies fails instead of
+ * hanging (fence, wait; a request-based operation's completion), except
+ * where the MPI itself waits inside a call for a process that dies
+ * during it (unlock, flush, start, and a fence all members entered).
+ * MPI_Win_free always releases the handle; after a failure it does not
+ * wait for the others, and the MPI keeps the window's resources.
+ *
+ * FTW_Win_validate - collective over the window's surviving processes,
+ * fault tolerant like FTW_Comm_validate: every survivor gets the same
+ * *failed_group (the window's ranks; free it with MPI_Group_free), and
+ * the window works again over the survivors, with the application's rank
+ * numbers (a target that was excluded is an error) and the same memory.
+ * A window of MPI_Win_create_dynamic cannot be made again (MPI_ERR_WIN
+ * when processes were excluded).
+ * FTW_Win_group_failed - local: the window's processes known failed.
+ * Errors: MPI_ERR_WIN (not a window made through ftwrap), MPI_ERR_ARG.
+ */
+int FTW_Win_validate(MPI_Win win, MPI_Group *failed_group);
+int FTW_Win_group_failed(MPI_Win win, MPI_Group *failed_group);
+
+/*
  * Failure handlers.
  *
  * FTW_Comm_set_failhandler(comm, errhandler) - collective: every process

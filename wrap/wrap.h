@@ -19,6 +19,7 @@
 #include "ft/op.h"
 #include "ft/p2p_rndv.h"
 #include "ft/probe.h"
+#include "ft/win.h"
 #include "ft/ulfm.h"
 
 /* The MPI_ERROR field of a single-completion call's status, kept: read

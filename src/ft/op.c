@@ -165,6 +165,31 @@ int ftw_raise(MPI_Comm comm, int code, const char *name, int peer)
     return code;
 }
 
+int ftw_raise_win(MPI_Win win, int code, const char *name)
+{
+    MPI_Errhandler eh;
+    char text[MPI_MAX_ERROR_STRING];
+    int len;
+
+    ftw_stat_add(FTW_STAT_OPS_FAILED, 1);
+    if (win == MPI_WIN_NULL ||
+        PMPI_Win_get_errhandler(win, &eh) != MPI_SUCCESS ||
+        eh == MPI_ERRORS_RETURN)
+        return code;
+    if (is_fatal(eh)) {
+        ftw_error_string(code, text, &len);
+        ftw_error("%s: %s; the window's error handler is "
+                  "MPI_ERRORS_ARE_FATAL, aborting", name, text);
+        ftw_detect_abort_job(ftw_abort_status(code));
+    } else if (!is_predefined(eh)) {
+        ftw_stat_add(FTW_STAT_ERRHANDLER_CALLS, 1);
+    }
+    PMPI_Win_call_errhandler(win, code);
+    if (!is_predefined(eh))
+        PMPI_Errhandler_free(&eh);
+    return code;
+}
+
 /* The failed peer of an operation, or -1 if none is known failed. */
 static int op_failed_peer(ftw_comm_t *c, const ftw_reqinfo_t *info)
 {

@@ -146,6 +146,10 @@ void *ftw_op_copy_span(ftw_op_t *op, const void *buf, MPI_Count count,
  * failed rank in comm, or -1. */
 int ftw_raise(MPI_Comm comm, int code, const char *name, int peer);
 
+/* The same for a window (MPI_Win_call_errhandler; a window's default
+ * handler is MPI_ERRORS_ARE_FATAL). */
+int ftw_raise_win(MPI_Win win, int code, const char *name);
+
 /* MPI_Type_free: also forgets cached datatype sizes, and leaves a type
  * a tracked request names to be freed once none does. */
 int ftw_type_free(MPI_Datatype *dt);

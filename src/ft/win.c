@@ -1,0 +1,542 @@
+/* Windows under failures (see win.h). */
+#include "ft/win.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "detect/detect.h"
+#include "ft/comm.h"
+#include "ft/ft.h"
+#include "ft/lock.h"
+#include "ft/request.h"
+#include "util/log.h"
+
+struct ftw_win {
+    MPI_Win user;           /* key: the handle the application holds */
+    MPI_Win native;         /* the window traffic runs on */
+    MPI_Comm comm;          /* ftwrap's duplicate of the creation
+                             * communicator: the members, in window rank
+                             * order */
+    void *base;             /* this process's memory, for a re-made */
+    MPI_Aint size;          /* window */
+    MPI_Aint disp_unit;
+    int dynamic;            /* MPI_Win_create_dynamic: cannot be re-made */
+    uint32_t epoch_checked; /* failure epoch invalid was computed at */
+    int invalid;            /* a member of native failed */
+    int nsurv;              /* members of native */
+    int *surv_of;           /* [members] rank in native, -1 excluded;
+                             * NULL: native is the original */
+    UT_hash_handle hh;
+};
+
+_Atomic int ftw_win_moved;
+
+static ftw_win_t *win_table;
+static pthread_mutex_t win_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ftw_win_t *win_find(MPI_Win win)
+{
+    ftw_win_t *w;
+
+    if (win == MPI_WIN_NULL || win_table == NULL)
+        return NULL;
+    ftw_mt_lock(&win_lock);
+    HASH_FIND(hh, win_table, &win, sizeof(win), w);
+    ftw_mt_unlock(&win_lock);
+    return w;
+}
+
+/* The record of the window's members (the duplicate's). */
+static ftw_comm_t *win_members(ftw_win_t *w)
+{
+    ftw_comm_t *c = ftw_comm_get(w->comm);
+
+    if (c != NULL)
+        ftw_comm_refresh(c);
+    return c;
+}
+
+/* A member of the native window failed (since the creation, or the
+ * validate that made it). */
+static int win_invalid(ftw_win_t *w)
+{
+    uint32_t epoch = atomic_load_explicit(&ftw_fail_epoch,
+                                          memory_order_acquire);
+    ftw_comm_t *c;
+
+    if (epoch == w->epoch_checked)
+        return w->invalid;
+    c = win_members(w);
+    if (c == NULL)
+        return 1;
+    w->invalid = 0;
+    for (int r = 0; r < c->size && !w->invalid; r++)
+        w->invalid = (w->surv_of == NULL || w->surv_of[r] >= 0) &&
+                     ftw_comm_peer_failed(c, r);
+    w->epoch_checked = epoch;
+    return w->invalid;
+}
+
+static int win_fail(MPI_Win win, const char *name)
+{
+    return ftw_raise_win(win, FTW_ERR_PROC_FAIL_STOP, name);
+}
+
+/* A watched barrier over the members (a failure is an error, never a
+ * hang); MPI_SUCCESS when every member came. */
+static int win_barrier(ftw_win_t *w, const char *name)
+{
+    ftw_coll_t co;
+
+    if (ftw_coll_begin(&co, name, w->comm))
+        return co.rc;
+    if (co.rotated)
+        return ftw_coll_wait(&co, ftw_xcoll_ibarrier(&co, &co.req));
+    return ftw_coll_wait(&co, PMPI_Ibarrier(co.native, &co.req));
+}
+
+/* Rank in the native window of member r, or -1 if it was excluded
+ * (MPI_PROC_NULL is kept). */
+static int win_rank(const ftw_win_t *w, int r)
+{
+    if (w->surv_of == NULL || r < 0)
+        return r;
+    return r < ftw_comm_get(w->comm)->size ? w->surv_of[r] : -1;
+}
+
+/* 1 if a process of group (members of the window) failed. */
+static int group_failed(ftw_win_t *w, MPI_Group group)
+{
+    ftw_comm_t *c = win_members(w);
+    MPI_Group all;
+    int n = 0, *r, *in, bad = 0;
+
+    if (c == NULL || group == MPI_GROUP_NULL)
+        return 0;
+    PMPI_Group_size(group, &n);
+    r = malloc(sizeof(int) * 2 * (size_t)(n ? n : 1));
+    if (r == NULL)
+        return 0;
+    in = r + n;
+    for (int i = 0; i < n; i++)
+        r[i] = i;
+    PMPI_Comm_group(w->comm, &all);
+    PMPI_Group_translate_ranks(group, n, r, all, in);
+    PMPI_Group_free(&all);
+    for (int i = 0; i < n && !bad; i++)
+        bad = in[i] >= 0 && ftw_comm_peer_failed(c, in[i]);
+    free(r);
+    return bad;
+}
+
+int ftw_win_rma_slow(ftw_win_route_t *rt, const char *name, MPI_Win win,
+                     int target)
+{
+    ftw_win_t *w = win_find(win);
+
+    rt->w = w;
+    rt->native = win;
+    rt->target = target;
+    if (w == NULL)
+        return 0;
+    rt->native = w->native;
+    if (win_invalid(w) || (rt->target = win_rank(w, target)) == -1) {
+        rt->rc = win_fail(win, name);
+        return 1;
+    }
+    return 0;
+}
+
+int ftw_win_req(MPI_Win win, int target, int rc, MPI_Request *req,
+                void *rbuf, MPI_Count count, MPI_Datatype dt)
+{
+    ftw_win_t *w;
+
+    if (rc != MPI_SUCCESS || req == NULL || *req == MPI_REQUEST_NULL ||
+        target < 0 || (w = win_find(win)) == NULL)
+        return rc;
+    /* Watched like a point-to-point request with the target, over the
+     * duplicate: its death fails the request's completion; a buffer it
+     * writes here is quarantined then. */
+    ftw_req_add_quiet(*req, w->comm, target,
+                      rbuf != NULL ? FTW_OP_RECV : FTW_OP_SEND, 0, rbuf,
+                      count, dt);
+    return rc;
+}
+
+int ftw_win_refused(ftw_coll_t *co, MPI_Win *win)
+{
+    if (win != NULL)
+        *win = MPI_WIN_NULL;
+    return co->rc;
+}
+
+int ftw_win_made(ftw_coll_t *co, int rc, MPI_Win *win, void *base,
+                 int base_is_ptr, MPI_Aint size, MPI_Aint disp_unit,
+                 MPI_Info info)
+{
+    ftw_win_t *w;
+    ftw_comm_t *c;
+
+    (void)info;
+    if (rc != MPI_SUCCESS)
+        return ftw_is_own_error(rc) ? ftw_raise(co->comm, rc, co->name, -1)
+                                    : rc;
+    ftw_win_count(1);
+    /* Every member makes the duplicate, even one out of memory for the
+     * record: the others wait in it. */
+    w = calloc(1, sizeof(*w));
+    if (w != NULL && PMPI_Comm_dup(co->native, &w->comm) == MPI_SUCCESS) {
+        PMPI_Comm_set_errhandler(w->comm, MPI_ERRORS_RETURN);
+        ftw_comm_track(w->comm, co->child_id, co->c);
+    } else if (w != NULL) {
+        free(w);
+        w = NULL;
+    }
+    if (w == NULL || (c = win_members(w)) == NULL) {
+        ftw_error("%s: no record of the window: its calls go to the MPI "
+                  "unwatched", co->name);
+        return rc;
+    }
+    w->user = w->native = *win;
+    w->base = base_is_ptr ? *(void **)base : base;
+    w->dynamic = base == NULL;
+    w->size = size;
+    w->disp_unit = disp_unit;
+    w->epoch_checked = (uint32_t)-1;
+    w->nsurv = c->size;
+    ftw_mt_lock(&win_lock);
+    HASH_ADD(hh, win_table, user, sizeof(w->user), w);
+    ftw_mt_unlock(&win_lock);
+    return rc;
+}
+
+int ftw_win_fence(int assert_, MPI_Win win)
+{
+    ftw_win_t *w;
+
+    ftw_wrap_check();
+    w = win_find(win);
+    if (w == NULL)
+        return PMPI_Win_fence(assert_, win);
+    if (win_invalid(w) || win_barrier(w, "MPI_Win_fence") != MPI_SUCCESS)
+        return win_fail(win, "MPI_Win_fence");
+    return PMPI_Win_fence(assert_, w->native);
+}
+
+int ftw_win_start(MPI_Group group, int assert_, MPI_Win win)
+{
+    ftw_win_t *w;
+
+    ftw_wrap_check();
+    w = win_find(win);
+    if (w == NULL)
+        return PMPI_Win_start(group, assert_, win);
+    if (win_invalid(w) || group_failed(w, group))
+        return win_fail(win, "MPI_Win_start");
+    return PMPI_Win_start(group, assert_, w->native);
+}
+
+int ftw_win_post(MPI_Group group, int assert_, MPI_Win win)
+{
+    ftw_win_t *w;
+
+    ftw_wrap_check();
+    w = win_find(win);
+    if (w == NULL)
+        return PMPI_Win_post(group, assert_, win);
+    if (win_invalid(w) || group_failed(w, group))
+        return win_fail(win, "MPI_Win_post");
+    return PMPI_Win_post(group, assert_, w->native);
+}
+
+int ftw_win_complete(MPI_Win win)
+{
+    ftw_win_t *w;
+
+    ftw_wrap_check();
+    w = win_find(win);
+    if (w == NULL)
+        return PMPI_Win_complete(win);
+    if (win_invalid(w))
+        return win_fail(win, "MPI_Win_complete");
+    return PMPI_Win_complete(w->native);
+}
+
+int ftw_win_wait(MPI_Win win)
+{
+    ftw_win_t *w;
+    ftw_poll_t p;
+    int flag = 0, rc;
+
+    ftw_wrap_check();
+    w = win_find(win);
+    if (w == NULL)
+        return PMPI_Win_wait(win);
+    /* The origins' completions, polled: a failure ends the wait. */
+    ftw_poll_init(&p);
+    for (;;) {
+        if (win_invalid(w))
+            return win_fail(win, "MPI_Win_wait");
+        rc = PMPI_Win_test(w->native, &flag);
+        if (rc != MPI_SUCCESS || flag)
+            return rc;
+        ftw_poll_changed(&p);
+        ftw_poll_idle(&p);
+    }
+}
+
+int ftw_win_test(MPI_Win win, int *flag)
+{
+    ftw_win_t *w;
+
+    ftw_wrap_check();
+    w = win_find(win);
+    if (w == NULL)
+        return PMPI_Win_test(win, flag);
+    if (win_invalid(w))
+        return win_fail(win, "MPI_Win_test");
+    return PMPI_Win_test(w->native, flag);
+}
+
+/* A call on one target (lock, unlock, flush): refused when the window is
+ * invalid or the target was excluded; else its native rank. */
+static int target_route(ftw_win_t *w, MPI_Win win, int rank,
+                        const char *name, int *native_rank)
+{
+    if (win_invalid(w) || (*native_rank = win_rank(w, rank)) == -1)
+        return win_fail(win, name);
+    return MPI_SUCCESS;
+}
+
+int ftw_win_lock(int lock_type, int rank, int assert_, MPI_Win win)
+{
+    ftw_win_t *w;
+    int r, rc;
+
+    ftw_wrap_check();
+    w = win_find(win);
+    if (w == NULL)
+        return PMPI_Win_lock(lock_type, rank, assert_, win);
+    rc = target_route(w, win, rank, "MPI_Win_lock", &r);
+    return rc != MPI_SUCCESS ? rc :
+           PMPI_Win_lock(lock_type, r, assert_, w->native);
+}
+
+int ftw_win_unlock(int rank, MPI_Win win)
+{
+    ftw_win_t *w;
+    int r, rc;
+
+    ftw_wrap_check();
+    w = win_find(win);
+    if (w == NULL)
+        return PMPI_Win_unlock(rank, win);
+    rc = target_route(w, win, rank, "MPI_Win_unlock", &r);
+    return rc != MPI_SUCCESS ? rc : PMPI_Win_unlock(r, w->native);
+}
+
+int ftw_win_flush(int rank, MPI_Win win)
+{
+    ftw_win_t *w;
+    int r, rc;
+
+    ftw_wrap_check();
+    w = win_find(win);
+    if (w == NULL)
+        return PMPI_Win_flush(rank, win);
+    rc = target_route(w, win, rank, "MPI_Win_flush", &r);
+    return rc != MPI_SUCCESS ? rc : PMPI_Win_flush(r, w->native);
+}
+
+int ftw_win_flush_local(int rank, MPI_Win win)
+{
+    ftw_win_t *w;
+    int r, rc;
+
+    ftw_wrap_check();
+    w = win_find(win);
+    if (w == NULL)
+        return PMPI_Win_flush_local(rank, win);
+    rc = target_route(w, win, rank, "MPI_Win_flush_local", &r);
+    return rc != MPI_SUCCESS ? rc : PMPI_Win_flush_local(r, w->native);
+}
+
+/* A call on every member (lock_all, flush_all...): refused when the
+ * window is invalid. */
+#define WIN_ALL(fn, name, ...)                                              \
+    do {                                                                    \
+        ftw_win_t *w_;                                                      \
+                                                                            \
+        ftw_wrap_check();                                                   \
+        w_ = win_find(win);                                                 \
+        if (w_ == NULL)                                                     \
+            return fn(__VA_ARGS__ win);                                     \
+        if (win_invalid(w_))                                                \
+            return win_fail(win, name);                                     \
+        return fn(__VA_ARGS__ w_->native);                                  \
+    } while (0)
+
+int ftw_win_lock_all(int assert_, MPI_Win win)
+{
+    WIN_ALL(PMPI_Win_lock_all, "MPI_Win_lock_all", assert_,);
+}
+
+int ftw_win_unlock_all(MPI_Win win)
+{
+    WIN_ALL(PMPI_Win_unlock_all, "MPI_Win_unlock_all");
+}
+
+int ftw_win_flush_all(MPI_Win win)
+{
+    WIN_ALL(PMPI_Win_flush_all, "MPI_Win_flush_all");
+}
+
+int ftw_win_flush_local_all(MPI_Win win)
+{
+    WIN_ALL(PMPI_Win_flush_local_all, "MPI_Win_flush_local_all");
+}
+
+int ftw_win_sync(MPI_Win win)
+{
+    ftw_win_t *w;
+
+    ftw_wrap_check();
+    w = win_find(win);
+    return PMPI_Win_sync(w != NULL ? w->native : win);
+}
+
+static void win_forget(ftw_win_t *w)
+{
+    MPI_Comm old = w->comm;
+
+    ftw_mt_lock(&win_lock);
+    HASH_DEL(win_table, w);
+    ftw_mt_unlock(&win_lock);
+    if (PMPI_Comm_free(&w->comm) == MPI_SUCCESS)
+        ftw_comm_released(old);
+    if (w->surv_of != NULL)
+        atomic_fetch_sub_explicit(&ftw_win_moved, 1, memory_order_relaxed);
+    free(w->surv_of);
+    free(w);
+    ftw_win_count(-1);
+}
+
+int ftw_win_free(MPI_Win *win)
+{
+    ftw_win_t *w;
+    int rc = MPI_SUCCESS;
+
+    ftw_wrap_check();
+    w = win != NULL ? win_find(*win) : NULL;
+    if (w == NULL) {
+        rc = PMPI_Win_free(win);
+        if (rc == MPI_SUCCESS)
+            ftw_win_count(-1);
+        return rc;
+    }
+    /* The MPI's free is collective: only when every member came.  Else
+     * the native windows stay with the MPI (and with them the memory of
+     * an allocated one, which a dead member's transfer might still
+     * write), and the handle is released here. */
+    if (!win_invalid(w) && win_barrier(w, "MPI_Win_free") == MPI_SUCCESS)
+        rc = PMPI_Win_free(&w->native);
+    else
+        ftw_info("MPI_Win_free: a member failed; the window is released "
+                 "here without the MPI's free");
+    win_forget(w);
+    *win = MPI_WIN_NULL;
+    return rc;
+}
+
+/* Make a new native window over the survivors the validate of the
+ * duplicate left (collective over them). */
+static int win_remake(ftw_win_t *w, ftw_comm_t *c)
+{
+    MPI_Errhandler eh;
+    MPI_Win nw = MPI_WIN_NULL;
+    int *surv_of, rc;
+
+    if (w->dynamic) {
+        ftw_error("FTW_Win_validate: a window of MPI_Win_create_dynamic "
+                  "cannot be made again over the survivors");
+        return MPI_ERR_WIN;
+    }
+    surv_of = malloc(sizeof(int) * (size_t)c->size);
+    rc = PMPI_Win_create(w->base, w->size, (int)w->disp_unit, MPI_INFO_NULL,
+                         c->coll, &nw);
+    if (rc != MPI_SUCCESS || surv_of == NULL) {
+        free(surv_of);
+        return rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM;
+    }
+    memcpy(surv_of, c->surv_of, sizeof(int) * (size_t)c->size);
+    if (PMPI_Win_get_errhandler(w->user, &eh) == MPI_SUCCESS) {
+        PMPI_Win_set_errhandler(nw, eh);
+        PMPI_Errhandler_free(&eh);
+    }
+    /* The window before stays with the MPI: freeing it would wait for the
+     * dead. */
+    if (w->surv_of == NULL)
+        atomic_fetch_add_explicit(&ftw_win_moved, 1, memory_order_relaxed);
+    free(w->surv_of);
+    w->surv_of = surv_of;
+    w->native = nw;
+    w->nsurv = c->nsurv;
+    return MPI_SUCCESS;
+}
+
+FTW_EXPORT int FTW_Win_validate(MPI_Win win, MPI_Group *failed_group)
+{
+    ftw_win_t *w;
+    ftw_comm_t *c;
+    int rc;
+
+    ftw_wrap_check();
+    w = win_find(win);
+    if (w == NULL || failed_group == NULL)
+        return ftw_raise_win(win, w == NULL ? MPI_ERR_WIN : MPI_ERR_ARG,
+                             "FTW_Win_validate");
+    rc = FTW_Comm_validate(w->comm, failed_group);
+    c = win_members(w);
+    if (rc == MPI_SUCCESS && c != NULL && c->surv_of != NULL &&
+        c->nsurv != w->nsurv) {
+        rc = win_remake(w, c);
+        if (rc != MPI_SUCCESS)
+            PMPI_Group_free(failed_group);
+    }
+    if (rc != MPI_SUCCESS)
+        return ftw_raise_win(win, rc, "FTW_Win_validate");
+    w->epoch_checked = (uint32_t)-1;
+    return MPI_SUCCESS;
+}
+
+FTW_EXPORT int FTW_Win_group_failed(MPI_Win win, MPI_Group *failed_group)
+{
+    ftw_win_t *w;
+    ftw_comm_t *c;
+    int count;
+
+    ftw_wrap_check();
+    w = win_find(win);
+    if (w == NULL || failed_group == NULL || (c = win_members(w)) == NULL)
+        return ftw_raise_win(win, w == NULL ? MPI_ERR_WIN : MPI_ERR_ARG,
+                             "FTW_Win_group_failed");
+    if (ftw_comm_failed_group(c, failed_group, &count) != FTW_OK)
+        return ftw_raise_win(win, MPI_ERR_NO_MEM, "FTW_Win_group_failed");
+    return MPI_SUCCESS;
+}
+
+void ftw_win_table_clear(void)
+{
+    ftw_win_t *w, *tmp;
+
+    ftw_mt_lock(&win_lock);
+    HASH_ITER(hh, win_table, w, tmp) {
+        HASH_DEL(win_table, w);
+        free(w->surv_of);
+        free(w);
+    }
+    ftw_mt_unlock(&win_lock);
+}
