@@ -94,11 +94,14 @@ int FTW_Initialized(int *flag);
  *
  * Local; the answer is what this process knows now, and other processes
  * may know more or less.  *failed_group gets a group of comm's ranks (the
- * remote group's, for an intercommunicator), in the order the failures
+ * local group's, for an intercommunicator), in the order the failures
  * became known; free it with MPI_Group_free.
+ * FTW_Comm_remote_group_failed - the same for the remote group of an
+ * intercommunicator (MPI_ERR_COMM for an intracommunicator).
  * Errors: MPI_ERR_ARG (failed_group NULL), MPI_ERR_COMM.
  */
 int FTW_Comm_group_failed(MPI_Comm comm, MPI_Group *failed_group);
+int FTW_Comm_remote_group_failed(MPI_Comm comm, MPI_Group *failed_group);
 
 /*
  * FTW_Comm_reenable_any_source - acknowledge the failures in comm and
@@ -107,7 +110,8 @@ int FTW_Comm_group_failed(MPI_Comm comm, MPI_Group *failed_group);
  * Local.  After a failure in comm, new wildcard receives and probes fail
  * at once with FTW_ERR_ANY_SOURCE_DISABLED, and pending nonblocking ones
  * report it from MPI_Wait/MPI_Test without completing, until this call.
- * *failed_group gets the failures acknowledged (as FTW_Comm_group_failed);
+ * *failed_group gets the failures acknowledged (as FTW_Comm_group_failed;
+ * the remote group's, for an intercommunicator);
  * a failure that becomes known later disables wildcards again.
  * Errors: MPI_ERR_ARG, MPI_ERR_COMM.
  */

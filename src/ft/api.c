@@ -16,6 +16,26 @@ FTW_EXPORT int FTW_Comm_group_failed(MPI_Comm comm, MPI_Group *failed_group)
     c = ftw_comm_get(comm);
     if (c == NULL)
         return MPI_ERR_COMM;
+    if (c->is_inter)
+        return ftw_comm_failed_local_group(c, failed_group) == FTW_OK ?
+               MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (ftw_comm_failed_group(c, failed_group, &n) != FTW_OK)
+        return MPI_ERR_NO_MEM;
+    return MPI_SUCCESS;
+}
+
+FTW_EXPORT int FTW_Comm_remote_group_failed(MPI_Comm comm,
+                                            MPI_Group *failed_group)
+{
+    ftw_comm_t *c;
+    int n;
+
+    ftw_wrap_check();
+    if (failed_group == NULL)
+        return MPI_ERR_ARG;
+    c = ftw_comm_get(comm);
+    if (c == NULL || !c->is_inter)
+        return MPI_ERR_COMM;
     if (ftw_comm_failed_group(c, failed_group, &n) != FTW_OK)
         return MPI_ERR_NO_MEM;
     return MPI_SUCCESS;

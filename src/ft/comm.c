@@ -571,6 +571,30 @@ ftw_status_t ftw_comm_failed_group(ftw_comm_t *c, MPI_Group *group_p,
     return FTW_OK;
 }
 
+ftw_status_t ftw_comm_failed_local_group(ftw_comm_t *c, MPI_Group *group_p)
+{
+    MPI_Group all;
+    int *ranks = malloc(sizeof(int) * (size_t)(c->nlocal ? c->nlocal : 1));
+    int n = 0;
+
+    if (ranks == NULL) {
+        ftw_error("out of memory for a group of %d ranks", c->nlocal);
+        return FTW_ST_NO_MEMORY;
+    }
+    ftw_comm_refresh(c);
+    for (uint32_t i = 0; i < c->epoch_seen; i++) {
+        int r = world_index(c->local_world, c->nlocal, ftw_detect_failure(i));
+
+        if (r >= 0)
+            ranks[n++] = r;
+    }
+    PMPI_Comm_group(c->user, &all);
+    PMPI_Group_incl(all, n, ranks, group_p);
+    PMPI_Group_free(&all);
+    free(ranks);
+    return FTW_OK;
+}
+
 int ftw_comm_create_survivors(ftw_comm_t *c, const uint8_t *failed,
                               uint8_t mask, int tag, MPI_Comm *newcomm_p)
 {

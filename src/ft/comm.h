@@ -147,6 +147,10 @@ static inline int ftw_comm_any_disabled(ftw_comm_t *c)
 ftw_status_t ftw_comm_failed_group(ftw_comm_t *c, MPI_Group *group_p,
                                    int *count_p);
 
+/* The failed members of an intercommunicator's local group, as a group
+ * of it. */
+ftw_status_t ftw_comm_failed_local_group(ftw_comm_t *c, MPI_Group *group_p);
+
 /* Rank in c->p2p of user rank r (MPI_ANY_SOURCE and MPI_PROC_NULL are
  * kept); FTW_EXCLUDED if r was excluded by a drain. */
 #define FTW_EXCLUDED (-4)
