@@ -97,13 +97,14 @@ static int win_barrier(ftw_win_t *w, const char *name)
     return ftw_coll_wait(&co, PMPI_Ibarrier(co.native, &co.req));
 }
 
-/* Rank in the native window of member r, or -1 if it was excluded
- * (MPI_PROC_NULL is kept). */
+/* Rank in the native window of member r, or FTW_EXCLUDED if it was
+ * excluded (MPI_PROC_NULL is kept). */
 static int win_rank(const ftw_win_t *w, int r)
 {
     if (w->surv_of == NULL || r < 0)
         return r;
-    return r < ftw_comm_get(w->comm)->size ? w->surv_of[r] : -1;
+    return r < ftw_comm_get(w->comm)->size && w->surv_of[r] >= 0 ?
+           w->surv_of[r] : FTW_EXCLUDED;
 }
 
 /* 1 if a process of group (members of the window) failed. */
@@ -142,7 +143,8 @@ int ftw_win_rma_slow(ftw_win_route_t *rt, const char *name, MPI_Win win,
     if (w == NULL)
         return 0;
     rt->native = w->native;
-    if (win_invalid(w) || (rt->target = win_rank(w, target)) == -1) {
+    if (win_invalid(w) ||
+        (rt->target = win_rank(w, target)) == FTW_EXCLUDED) {
         rt->rc = win_fail(win, name);
         return 1;
     }
@@ -306,7 +308,8 @@ int ftw_win_test(MPI_Win win, int *flag)
 static int target_route(ftw_win_t *w, MPI_Win win, int rank,
                         const char *name, int *native_rank)
 {
-    if (win_invalid(w) || (*native_rank = win_rank(w, rank)) == -1)
+    if (win_invalid(w) ||
+        (*native_rank = win_rank(w, rank)) == FTW_EXCLUDED)
         return win_fail(win, name);
     return MPI_SUCCESS;
 }
