@@ -187,6 +187,16 @@ int FTW_Win_validate(MPI_Win win, MPI_Group *failed_group);
 int FTW_Win_group_failed(MPI_Win win, MPI_Group *failed_group);
 
 /*
+ * FTW_Win_set_failhandler / FTW_Win_get_failhandler - a window's failure
+ * handler, as FTW_Comm_set_failhandler (below) for communicators: the
+ * same registration order and modes; errhandler comes from
+ * MPI_Win_create_errhandler and is called as fn(&win, &code).  Freeing
+ * the window removes it.
+ */
+int FTW_Win_set_failhandler(MPI_Win win, MPI_Errhandler errhandler);
+int FTW_Win_get_failhandler(MPI_Win win, MPI_Errhandler *errhandler);
+
+/*
  * Failure handlers.
  *
  * FTW_Comm_set_failhandler(comm, errhandler) - collective: every process

@@ -16,7 +16,8 @@
  *     in the group, MPI_Rget from rank 2: each fails with
  *     FTW_ERR_PROC_FAIL_STOP, and so does an RMA call to a live rank on
  *     the invalidated window;
- *   - FTW_Win_group_failed names rank 2;
+ *   - FTW_Win_group_failed names rank 2, and the failure handler
+ *     registered on one window (FTW_Win_set_failhandler) was called;
  *   - FTW_Win_validate gives every window's survivors the failed group
  *     {2}; then each mode moves a checksummed 4 KiB block between ranks 0
  *     and 1 and the receiver checks it, and a lock of the excluded rank 2
@@ -41,6 +42,18 @@ static const char *mode_name[NWIN] = {
     "fence", "lock/unlock", "lock_all + flush", "post/start/complete/wait",
     "request-based MPI_Rget",
 };
+
+/* The window failure handler: counts its calls for win[W_ALL]. */
+static MPI_Win handled_win = MPI_WIN_NULL;
+static int handled, handled_code;
+
+static void on_failure(MPI_Win *win, int *code, ...)
+{
+    if (*win == handled_win) {
+        handled++;
+        handled_code = *code;
+    }
+}
 
 static int is_fail(int rc)
 {
@@ -109,13 +122,23 @@ int main(int argc, char **argv)
     rc |= MPI_Win_unlock(MPI_PROC_NULL, win[W_LOCK]);
 #endif
     ok = rc == MPI_SUCCESS;
+    {
+        MPI_Errhandler eh, got = MPI_ERRHANDLER_NULL;
+
+        MPI_Win_create_errhandler(on_failure, &eh);
+        handled_win = win[W_ALL];
+        rc = FTW_Win_set_failhandler(win[W_ALL], eh);
+        FTW_Win_get_failhandler(win[W_ALL], &got);
+        ok = ok && rc == MPI_SUCCESS && got == eh;
+        MPI_Errhandler_free(&eh);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 2)
         raise(SIGKILL);
 
-    tap_plan(10);
+    tap_plan(11);
     tap_ok_local(ok, "MPI_PROC_NULL as a target (of a put; on MPICH also of "
-                 "lock and unlock)");
+                 "lock and unlock); FTW_Win_set_failhandler registers");
     /* The failure, in every mode. */
     rc = MPI_Put(&rank, 1, MPI_INT, other, 0, 1, MPI_INT, win[W_FENCE]);
     if (rc == MPI_SUCCESS)
@@ -148,6 +171,9 @@ int main(int argc, char **argv)
     if (rc == MPI_SUCCESS)
         MPI_Group_free(&failed);
     tap_ok_comm(v, ok, "FTW_Win_group_failed names the dead rank");
+    tap_ok_comm(v, handled >= 1 && handled_code == FTW_ERR_PROC_FAIL_STOP,
+                "the window's failure handler (FTW_Win_set_failhandler) "
+                "was called with the window and FTW_ERR_PROC_FAIL_STOP");
 
     ok = 1;
     for (i = 0; i < NWIN; i++) {

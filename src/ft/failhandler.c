@@ -25,14 +25,18 @@
 /* Functions of the error handlers the application created. */
 typedef struct {
     MPI_Errhandler key;
-    MPI_Comm_errhandler_function *fn;
+    MPI_Comm_errhandler_function *fn;       /* a communicator's, or */
+    MPI_Win_errhandler_function *wfn;       /* a window's */
     UT_hash_handle hh;
 } eh_entry_t;
 
 typedef struct {
-    MPI_Comm comm;
+    MPI_Comm comm;          /* the communicator, or a window's members
+                             * (win.c's duplicate) */
+    MPI_Win win;            /* the window, or MPI_WIN_NULL */
     MPI_Errhandler eh;
     MPI_Comm_errhandler_function *fn;
+    MPI_Win_errhandler_function *wfn;
     int nfailed;            /* the communicator's failures handled */
 } handler_t;
 
@@ -45,7 +49,8 @@ static int fh_mode_frozen;          /* a handler was registered */
 static uint32_t handled_epoch;
 static FTW_TLS int in_handler;
 
-void ftw_errhandler_note(MPI_Errhandler eh, MPI_Comm_errhandler_function *fn)
+static void errhandler_note(MPI_Errhandler eh, MPI_Comm_errhandler_function *fn,
+                            MPI_Win_errhandler_function *wfn)
 {
     eh_entry_t *e = malloc(sizeof(*e)), *old;
 
@@ -53,6 +58,7 @@ void ftw_errhandler_note(MPI_Errhandler eh, MPI_Comm_errhandler_function *fn)
         return;
     e->key = eh;
     e->fn = fn;
+    e->wfn = wfn;
     pthread_mutex_lock(&fh_lock);
     HASH_FIND(hh, eh_table, &eh, sizeof(eh), old);
     if (old != NULL) {
@@ -63,14 +69,38 @@ void ftw_errhandler_note(MPI_Errhandler eh, MPI_Comm_errhandler_function *fn)
     pthread_mutex_unlock(&fh_lock);
 }
 
-static MPI_Comm_errhandler_function *eh_function(MPI_Errhandler eh)
+void ftw_errhandler_note(MPI_Errhandler eh, MPI_Comm_errhandler_function *fn)
+{
+    errhandler_note(eh, fn, NULL);
+}
+
+static eh_entry_t *eh_find(MPI_Errhandler eh)
 {
     eh_entry_t *e;
 
     pthread_mutex_lock(&fh_lock);
     HASH_FIND(hh, eh_table, &eh, sizeof(eh), e);
     pthread_mutex_unlock(&fh_lock);
+    return e;
+}
+
+static MPI_Comm_errhandler_function *eh_function(MPI_Errhandler eh)
+{
+    eh_entry_t *e = eh_find(eh);
+
     return e ? e->fn : NULL;
+}
+
+int ftw_win_create_errhandler(MPI_Win_errhandler_function *fn,
+                              MPI_Errhandler *eh)
+{
+    int rc;
+
+    ftw_wrap_check();
+    rc = PMPI_Win_create_errhandler(fn, eh);
+    if (rc == MPI_SUCCESS)
+        errhandler_note(*eh, NULL, fn);
+    return rc;
 }
 
 int ftw_comm_create_errhandler(MPI_Comm_errhandler_function *fn,
@@ -122,10 +152,50 @@ static int handler_add(MPI_Comm comm, MPI_Errhandler eh,
     }
     ftw_comm_refresh(c);
     handlers[nhandlers].comm = comm;
+    handlers[nhandlers].win = MPI_WIN_NULL;
     handlers[nhandlers].eh = eh;
     handlers[nhandlers].fn = fn;
+    handlers[nhandlers].wfn = NULL;
     handlers[nhandlers++].nfailed = c->nfailed;
     return MPI_SUCCESS;
+}
+
+int ftw_win_failhandler_set(MPI_Win win, MPI_Comm members,
+                            MPI_Errhandler errhandler)
+{
+    eh_entry_t *e = NULL;
+    ftw_comm_t *c = ftw_comm_get(members);
+    int i, rc;
+
+    if (c == NULL)
+        return MPI_ERR_WIN;
+    if (errhandler != FTW_FAILHANDLER_NULL) {
+        e = eh_find(errhandler);
+        if (e == NULL || e->wfn == NULL) {
+            ftw_error("the error handler was not "
+                      "made by MPI_Win_create_errhandler");
+            return MPI_ERR_ARG;
+        }
+    }
+    i = handler_index(members);
+    if (i >= 0)
+        handler_remove(i);
+    if (e == NULL)
+        return MPI_SUCCESS;
+    fh_mode_frozen = 1;
+    rc = handler_add(members, errhandler, NULL, c);
+    if (rc == MPI_SUCCESS) {
+        handlers[nhandlers - 1].win = win;
+        handlers[nhandlers - 1].wfn = e->wfn;
+    }
+    return rc;
+}
+
+MPI_Errhandler ftw_win_failhandler_get(MPI_Comm members)
+{
+    int i = handler_index(members);
+
+    return i >= 0 ? handlers[i].eh : FTW_FAILHANDLER_NULL;
 }
 
 FTW_EXPORT int FTW_Comm_set_failhandler(MPI_Comm comm,
@@ -218,7 +288,10 @@ static void handler_call(int i)
     }
     handlers[i].nfailed = c->nfailed;
     ftw_stat_add(FTW_STAT_HANDLERS_RUN, 1);
-    h.fn(&h.comm, &code);
+    if (h.wfn != NULL)
+        h.wfn(&h.win, &code);
+    else
+        h.fn(&h.comm, &code);
 }
 
 void ftw_failhandlers_run(void)

@@ -54,6 +54,15 @@ void ftw_failhandler_forget(MPI_Comm comm);
 void ftw_errhandler_note(MPI_Errhandler eh, MPI_Comm_errhandler_function *fn);
 int ftw_comm_create_errhandler(MPI_Comm_errhandler_function *fn,
                                MPI_Errhandler *eh);
+int ftw_win_create_errhandler(MPI_Win_errhandler_function *fn,
+                              MPI_Errhandler *eh);
+/* A window's failure handler, kept under its members' communicator
+ * (win.c's duplicate, whose release forgets it): called as fn(&win,
+ * &code).  MPI_ERR_ARG for a handler not made by
+ * MPI_Win_create_errhandler. */
+int ftw_win_failhandler_set(MPI_Win win, MPI_Comm members,
+                            MPI_Errhandler errhandler);
+MPI_Errhandler ftw_win_failhandler_get(MPI_Comm members);
 
 /* Nonblocking validates in progress (validate.c). */
 extern int ftw_validates_pending;

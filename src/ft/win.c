@@ -515,6 +515,31 @@ FTW_EXPORT int FTW_Win_validate(MPI_Win win, MPI_Group *failed_group)
     return MPI_SUCCESS;
 }
 
+FTW_EXPORT int FTW_Win_set_failhandler(MPI_Win win, MPI_Errhandler errhandler)
+{
+    ftw_win_t *w;
+
+    ftw_wrap_check();
+    w = win_find(win);
+    if (w == NULL)
+        return ftw_raise_win(win, MPI_ERR_WIN, "FTW_Win_set_failhandler");
+    return ftw_win_failhandler_set(win, w->comm, errhandler);
+}
+
+FTW_EXPORT int FTW_Win_get_failhandler(MPI_Win win,
+                                       MPI_Errhandler *errhandler)
+{
+    ftw_win_t *w;
+
+    ftw_wrap_check();
+    w = win_find(win);
+    if (w == NULL || errhandler == NULL)
+        return ftw_raise_win(win, w == NULL ? MPI_ERR_WIN : MPI_ERR_ARG,
+                             "FTW_Win_get_failhandler");
+    *errhandler = ftw_win_failhandler_get(w->comm);
+    return MPI_SUCCESS;
+}
+
 FTW_EXPORT int FTW_Win_group_failed(MPI_Win win, MPI_Group *failed_group)
 {
     ftw_win_t *w;
