@@ -537,6 +537,48 @@ def body_win_life(f):
                "info" if "info" in n else "MPI_INFO_NULL"))
 
 
+def body_file_open(f):
+    """MPI_File_open: the gate over the communicator, the MPI's call, then
+    ftwrap's record (src/ft/file.c)."""
+    n = shape(f, [COMM, r"const char \*", "int", "MPI_Info", r"MPI_File \*"])
+    return ("    ftw_coll_t co;\n    int rc;\n\n"
+            "    if (ftw_create_gate(&co, ftw_create_begin(&co, \"%s\", %s, "
+            "0)))\n"
+            "        return ftw_file_refused(&co, %s);\n"
+            "    rc = %s;\n"
+            "    return ftw_file_opened(&co, rc, %s, %s, %s);\n"
+            % (f.name, n[0], n[4], call_with(f, f.pname, {n[0]: "co.native"}),
+               n[4], n[1], n[2]))
+
+
+def file_param(f):
+    """The MPI_File parameter of a file call."""
+    fhs = [p.name for p in f.params if p.type == "MPI_File"]
+    if len(fhs) != 1:
+        raise GenError("%s: expected one MPI_File parameter" % f.name)
+    return fhs[0]
+
+
+def body_file_coll(f):
+    """A collective file operation: watched barrier, refused after a
+    failure, run on the native handle."""
+    fh = file_param(f)
+    return ("    MPI_File native;\n    int rc;\n\n"
+            "    if (ftw_file_coll(\"%s\", %s, %d, &native, &rc))\n"
+            "        return rc;\n"
+            "    return %s;\n"
+            % (f.name, fh, 0 if rules.SPLIT_END in f.attrs else 1,
+               call_with(f, f.pname, {fh: "native"})))
+
+
+def body_file_local(f):
+    """A local file operation: on the native handle."""
+    fh = file_param(f)
+    return ("    ftw_wrap_check();\n"
+            "    return %s;\n" % call_with(f, f.pname,
+                                           {fh: "ftw_file_native(%s)" % fh}))
+
+
 # What a request-based RMA call writes at the origin: (buffer, count,
 # type) parameters.
 RMA_WRITES = {
@@ -849,6 +891,12 @@ def body_for(f):
         return body_win_life(f)
     if f.family == "win_rma":
         return body_win_rma(f)
+    if f.family == "file_open":
+        return body_file_open(f)
+    if f.family == "file_coll":
+        return body_file_coll(f)
+    if f.family == "file_local":
+        return body_file_local(f)
     if f.variadic:
         return body_variadic(f)
     return body_passthrough(f)

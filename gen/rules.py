@@ -39,6 +39,8 @@ WATCHED_SPLIT = "watched_split"  # MPI_Comm_split, which the wrapper runs as
                              # ftw_create_split() in src/ft (a watched
                              # gather of colors and keys, then the MPI's
                              # MPI_Comm_create_group per color)
+SPLIT_END = "split_end"      # the _end of a split collective (its _begin
+                             # did the collective's checks)
 CORE = "core"                # the wrapper calls ftw_<name>() in src/ft with
                              # the same arguments (same signature on every
                              # MPI, no large-count twin); <name> is the
@@ -149,6 +151,26 @@ RULES = [
     (r"MPI_(Put|Rput|Get|Rget|Accumulate|Raccumulate|Get_accumulate|"
      r"Rget_accumulate|Fetch_and_op|Compare_and_swap)" + _LC, "win_rma",
      set()),
+
+    # Files (src/ft/file.c): opening passes the gate and is tracked;
+    # collective operations wait in a watched barrier first and are refused
+    # after a failure until FTW_File_validate; every call runs on the
+    # handle a validate opened over the survivors.
+    (r"MPI_File_open", "file_open", {BLOCKS, COLLECTIVE}),
+    (r"MPI_File_(close|set_view)", "file_core", {CORE}),
+    (r"MPI_File_(read_all|write_all|read_at_all|write_at_all|read_ordered|"
+     r"write_ordered|read_all_begin|write_all_begin|read_at_all_begin|"
+     r"write_at_all_begin|read_ordered_begin|write_ordered_begin|iread_all|"
+     r"iwrite_all|iread_at_all|iwrite_at_all|sync|set_size|preallocate|"
+     r"set_atomicity|seek_shared|set_info)" + _LC, "file_coll", set()),
+    (r"MPI_File_(read_all_end|write_all_end|read_at_all_end|"
+     r"write_at_all_end|read_ordered_end|write_ordered_end)", "file_coll",
+     {SPLIT_END}),
+    (r"MPI_File_(read|write|read_at|write_at|read_shared|write_shared|iread|"
+     r"iwrite|iread_at|iwrite_at|iread_shared|iwrite_shared|seek|"
+     r"get_position|get_position_shared|get_byte_offset|get_size|get_amode|"
+     r"get_atomicity|get_group|get_info|get_view|get_type_extent)" + _LC,
+     "file_local", set()),
 
     # Local calls with no failure semantics: checked passthrough.  Whole
     # object families by prefix (datatypes, groups, info, files, windows,

@@ -197,6 +197,29 @@ int FTW_Win_set_failhandler(MPI_Win win, MPI_Errhandler errhandler);
 int FTW_Win_get_failhandler(MPI_Win win, MPI_Errhandler *errhandler);
 
 /*
+ * Files.
+ *
+ * Local file operations (independent reads and writes, seeks, queries)
+ * are not affected by a peer's failure.  Collective ones (MPI_File_open,
+ * close, set_view, read_all/write_all and their _at, ordered, split and
+ * nonblocking forms, sync, set_size, preallocate, set_atomicity,
+ * seek_shared, set_info) never hang on a process that died before the
+ * call: after a new failure they fail with FTW_ERR_PROC_FAIL_STOP (raised
+ * on the file) until FTW_File_validate.  MPI_File_close with a failure
+ * does not close the file and returns the error: validate, then close.
+ *
+ * FTW_File_validate - collective over the file's surviving processes,
+ * fault tolerant like FTW_Comm_validate: the same *failed_group (the
+ * file's group's ranks) everywhere, and the file opened again over the
+ * survivors: the same name and mode, the last view set again, each
+ * process's individual file pointer kept (the shared one starts at 0).
+ * FTW_File_group_failed - local: the file's processes known failed.
+ * Errors: MPI_ERR_FILE (not a file opened through ftwrap), MPI_ERR_ARG.
+ */
+int FTW_File_validate(MPI_File fh, MPI_Group *failed_group);
+int FTW_File_group_failed(MPI_File fh, MPI_Group *failed_group);
+
+/*
  * Failure handlers.
  *
  * FTW_Comm_set_failhandler(comm, errhandler) - collective: every process

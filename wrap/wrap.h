@@ -14,6 +14,7 @@
 #include <mpi-ext.h>
 #endif
 #include "ft/coll.h"
+#include "ft/file.h"
 #include "ft/complete.h"
 #include "ft/ft.h"
 #include "ft/op.h"

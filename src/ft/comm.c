@@ -506,13 +506,19 @@ void ftw_comm_refresh(ftw_comm_t *c)
                                           memory_order_acquire);
 
     for (uint32_t i = c->epoch_seen; i < epoch; i++) {
-        int w = ftw_detect_failure(i);
+        int w = ftw_detect_failure(i), r;
 
-        if (ftw_comm_has_member(c, w)) {
-            c->nfailed++;
-            c->coll_active = 0;
-            c->coll_gen++;
-        }
+        if (!ftw_comm_has_member(c, w))
+            continue;
+        c->nfailed++;
+        /* A validate may have excluded it before this process's detector
+         * published it (the agreement brought it from another member):
+         * the survivors' collectives go on. */
+        r = c->surv_of != NULL ? world_index(c->peer_world, c->size, w) : -1;
+        if (r >= 0 && c->surv_of[r] < 0)
+            continue;
+        c->coll_active = 0;
+        c->coll_gen++;
     }
     c->epoch_seen = epoch;
 }

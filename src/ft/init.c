@@ -12,6 +12,7 @@
 #include "ft/op.h"
 #include "ft/request.h"
 #include "ft/ulfm.h"
+#include "ft/file.h"
 #include "ft/win.h"
 #include "ft/xjob.h"
 #include "rndv/rndv.h"
@@ -215,6 +216,7 @@ int ftw_finalize(void)
     rc = ftw_finalize_run(ftw_ctl_comm, world_rank);
     ftw_detect_fini();
     ftw_win_table_clear();
+    ftw_file_table_clear();
     ftw_comm_table_clear();
     ftw_ctl_fini();
     return rc;

@@ -190,6 +190,30 @@ int ftw_raise_win(MPI_Win win, int code, const char *name)
     return code;
 }
 
+int ftw_raise_file(MPI_File fh, int code, const char *name)
+{
+    MPI_Errhandler eh;
+    char text[MPI_MAX_ERROR_STRING];
+    int len;
+
+    ftw_stat_add(FTW_STAT_OPS_FAILED, 1);
+    if (PMPI_File_get_errhandler(fh, &eh) != MPI_SUCCESS ||
+        eh == MPI_ERRORS_RETURN)
+        return code;
+    if (is_fatal(eh)) {
+        ftw_error_string(code, text, &len);
+        ftw_error("%s: %s; the file's error handler is "
+                  "MPI_ERRORS_ARE_FATAL, aborting", name, text);
+        ftw_detect_abort_job(ftw_abort_status(code));
+    } else if (!is_predefined(eh)) {
+        ftw_stat_add(FTW_STAT_ERRHANDLER_CALLS, 1);
+    }
+    PMPI_File_call_errhandler(fh, code);
+    if (!is_predefined(eh))
+        PMPI_Errhandler_free(&eh);
+    return code;
+}
+
 /* The failed peer of an operation, or -1 if none is known failed. */
 static int op_failed_peer(ftw_comm_t *c, const ftw_reqinfo_t *info)
 {

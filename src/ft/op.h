@@ -150,6 +150,10 @@ int ftw_raise(MPI_Comm comm, int code, const char *name, int peer);
  * handler is MPI_ERRORS_ARE_FATAL). */
 int ftw_raise_win(MPI_Win win, int code, const char *name);
 
+/* The same for a file (MPI_FILE_NULL's handler for MPI_FILE_NULL; a
+ * file's default handler is MPI_ERRORS_RETURN). */
+int ftw_raise_file(MPI_File fh, int code, const char *name);
+
 /* MPI_Type_free: also forgets cached datatype sizes, and leaves a type
  * a tracked request names to be freed once none does. */
 int ftw_type_free(MPI_Datatype *dt);
