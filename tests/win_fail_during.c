@@ -30,11 +30,7 @@
 
 static int is_fail(int rc)
 {
-    int cls = rc;
-
-    if (rc != MPI_SUCCESS)
-        MPI_Error_class(rc, &cls);
-    return cls == FTW_ERR_PROC_FAIL_STOP;
+    return tap_class(rc) == FTW_ERR_PROC_FAIL_STOP;
 }
 
 int main(int argc, char **argv)

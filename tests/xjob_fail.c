@@ -40,15 +40,6 @@
 #define XJOB_VICTIM(msize) ((msize) - 1)
 #endif
 
-static int err_class(int rc)
-{
-    int cls = rc;
-
-    if (rc != MPI_SUCCESS)
-        MPI_Error_class(rc, &cls);
-    return cls;
-}
-
 /* Everything after the merge; ic: the spawn's intercommunicator. */
 static void run(MPI_Comm ic, int child)
 {
@@ -74,25 +65,25 @@ static void run(MPI_Comm ic, int child)
 
     if (rank == 0) {
         rc = MPI_Recv(&buf, 1, MPI_INT, victim, 5, m, MPI_STATUS_IGNORE);
-        recv_failed = err_class(rc) == MPIX_ERR_PROC_FAILED ||
-                      err_class(rc) == MPIX_ERR_REVOKED;
+        recv_failed = tap_class(rc) == MPIX_ERR_PROC_FAILED ||
+                      tap_class(rc) == MPIX_ERR_REVOKED;
         if (!recv_failed)
             tap_diag("MPI_Recv from the dead process: class %d",
-                     err_class(rc));
+                     tap_class(rc));
     }
     /* Rank 1 may revoke m before a slower member saw the failure: its
      * receive or barrier fails as revoked then. */
     rc = MPI_Barrier(m);
-    bar = err_class(rc) == MPIX_ERR_PROC_FAILED ||
-          (rank != 1 && err_class(rc) == MPIX_ERR_REVOKED);
+    bar = tap_class(rc) == MPIX_ERR_PROC_FAILED ||
+          (rank != 1 && tap_class(rc) == MPIX_ERR_REVOKED);
     if (!bar)
         tap_diag("MPI_Barrier at rank %d of m: class %d", rank,
-                 err_class(rc));
+                 tap_class(rc));
     if (rank == 1) {
         MPIX_Comm_revoke(m);
     } else {
         rc = MPI_Recv(&buf, 1, MPI_INT, 1, 6, m, MPI_STATUS_IGNORE);
-        revoked = err_class(rc) == MPIX_ERR_REVOKED;
+        revoked = tap_class(rc) == MPIX_ERR_REVOKED;
     }
 
     rc = MPIX_Comm_shrink(m, &s);
@@ -130,9 +121,9 @@ static void run(MPI_Comm ic, int child)
     tap_ok_comm(s, rc == MPI_SUCCESS && flag == 0x2,
                 "MPIX_Comm_agree over both jobs' survivors");
     rc = MPI_Comm_disconnect(&ic);
-    disc = err_class(rc) == MPIX_ERR_PROC_FAILED && ic == MPI_COMM_NULL;
+    disc = tap_class(rc) == MPIX_ERR_PROC_FAILED && ic == MPI_COMM_NULL;
     if (!disc)
-        tap_diag("MPI_Comm_disconnect: class %d", err_class(rc));
+        tap_diag("MPI_Comm_disconnect: class %d", tap_class(rc));
     tap_ok_comm(s, disc, "MPI_Comm_disconnect of the spawn's "
                 "intercommunicator fails with MPIX_ERR_PROC_FAILED on both "
                 "sides and frees the handle");

@@ -7,6 +7,7 @@
  *   die(fmt, ...)  "NAME: rank R: message" on stderr, then MPI_Abort(2)
  *   bench_now(c)   clock c (CLOCK_MONOTONIC, CLOCK_REALTIME) in seconds
  *   bench_sleep(s) sleep s seconds (nothing if s <= 0), signals or not
+ *   bench_median(v, n) the median of v[0..n) (sorts v)
  */
 #ifndef FTW_BENCH_H
 #define FTW_BENCH_H
@@ -54,6 +55,20 @@ static inline void bench_sleep(double s)
     ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
+}
+
+/* The median of v[0..n) (sorts v). */
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+static inline double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), bench_cmp_double);
+    return v[n / 2];
 }
 
 #endif

@@ -23,19 +23,6 @@ typedef int (*allreduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op,
                             MPI_Comm);
 typedef int (*bcast_fn)(void *, int, MPI_Datatype, int, MPI_Comm);
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return v[n / 2];
-}
-
 /* Microseconds per call of iters calls. */
 static double block(int op, int ftw, MPI_Comm comm, double *a, double *b,
                     int bytes, int iters)
@@ -95,9 +82,9 @@ int main(int argc, char **argv)
             }
             if (rank == 0)
                 printf("coll %s %d %.2f %.2f %.2f %.3f %.3f\n", names[op],
-                       bytes, median(t[0], reps), median(t[1], reps),
-                       median(t[2], reps), median(rf, reps),
-                       median(rr, reps));
+                       bytes, bench_median(t[0], reps), bench_median(t[1], reps),
+                       bench_median(t[2], reps), bench_median(rf, reps),
+                       bench_median(rr, reps));
             fflush(stdout);
         }
     MPI_Comm_free(&ret);

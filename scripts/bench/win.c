@@ -22,19 +22,6 @@ enum { FENCE, LOCK, FLUSH, NMODES };
 typedef int (*put_fn)(const void *, int, MPI_Datatype, int, MPI_Aint, int,
                       MPI_Datatype, MPI_Win);
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return v[n / 2];
-}
-
 /* Microseconds per epoch of iters epochs. */
 static double block(int mode, int ftw, MPI_Win win, const char *src,
                     int bytes, int iters, int to)
@@ -108,8 +95,8 @@ int main(int argc, char **argv)
             }
             if (rank == 0)
                 printf("win %s %d %.2f %.2f %.3f\n", names[mode], bytes,
-                       median(t[0], reps), median(t[1], reps),
-                       median(r, reps));
+                       bench_median(t[0], reps), bench_median(t[1], reps),
+                       bench_median(r, reps));
             fflush(stdout);
         }
     MPI_Win_fence(0, win);

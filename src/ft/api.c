@@ -5,7 +5,9 @@
 #include "ft/op.h"
 #include "util/log.h"
 
-FTW_EXPORT int FTW_Comm_group_failed(MPI_Comm comm, MPI_Group *failed_group)
+/* The failed processes of comm's group (remote: its remote group, for an
+ * intercommunicator only). */
+static int group_failed(MPI_Comm comm, MPI_Group *failed_group, int remote)
 {
     ftw_comm_t *c;
     int n;
@@ -14,9 +16,9 @@ FTW_EXPORT int FTW_Comm_group_failed(MPI_Comm comm, MPI_Group *failed_group)
     if (failed_group == NULL)
         return MPI_ERR_ARG;
     c = ftw_comm_get(comm);
-    if (c == NULL)
+    if (c == NULL || (remote && !c->is_inter))
         return MPI_ERR_COMM;
-    if (c->is_inter)
+    if (c->is_inter && !remote)
         return ftw_comm_failed_local_group(c, failed_group) == FTW_OK ?
                MPI_SUCCESS : MPI_ERR_NO_MEM;
     if (ftw_comm_failed_group(c, failed_group, &n) != FTW_OK)
@@ -24,21 +26,15 @@ FTW_EXPORT int FTW_Comm_group_failed(MPI_Comm comm, MPI_Group *failed_group)
     return MPI_SUCCESS;
 }
 
+FTW_EXPORT int FTW_Comm_group_failed(MPI_Comm comm, MPI_Group *failed_group)
+{
+    return group_failed(comm, failed_group, 0);
+}
+
 FTW_EXPORT int FTW_Comm_remote_group_failed(MPI_Comm comm,
                                             MPI_Group *failed_group)
 {
-    ftw_comm_t *c;
-    int n;
-
-    ftw_wrap_check();
-    if (failed_group == NULL)
-        return MPI_ERR_ARG;
-    c = ftw_comm_get(comm);
-    if (c == NULL || !c->is_inter)
-        return MPI_ERR_COMM;
-    if (ftw_comm_failed_group(c, failed_group, &n) != FTW_OK)
-        return MPI_ERR_NO_MEM;
-    return MPI_SUCCESS;
+    return group_failed(comm, failed_group, 1);
 }
 
 FTW_EXPORT int FTW_Comm_reenable_any_source(MPI_Comm comm,

@@ -10,6 +10,7 @@
 #include "ft/comm.h"
 #include "ft/ft.h"
 #include "ft/lock.h"
+#include "ft/members.h"
 #include "ft/op.h"
 #include "util/log.h"
 
@@ -57,34 +58,8 @@ MPI_File ftw_file_native_slow(MPI_File fh)
 /* A member of the native file's communicator failed. */
 static int file_invalid(ftw_file_t *f)
 {
-    uint32_t epoch = atomic_load_explicit(&ftw_fail_epoch,
-                                          memory_order_acquire);
-    ftw_comm_t *c;
-
-    if (epoch == f->epoch_checked)
-        return f->invalid;
-    c = ftw_comm_get(f->comm);
-    if (c == NULL)
-        return 1;
-    ftw_comm_refresh(c);
-    f->invalid = 0;
-    for (int r = 0; r < c->size && !f->invalid; r++)
-        f->invalid = (f->surv_of == NULL || f->surv_of[r] >= 0) &&
-                     ftw_comm_peer_failed(c, r);
-    f->epoch_checked = epoch;
-    return f->invalid;
-}
-
-/* A watched barrier over the members: MPI_SUCCESS when every one came. */
-static int file_barrier(ftw_file_t *f, const char *name)
-{
-    ftw_coll_t co;
-
-    if (ftw_coll_begin(&co, name, f->comm))
-        return co.rc;
-    if (co.rotated)
-        return ftw_coll_wait(&co, ftw_xcoll_ibarrier(&co, &co.req));
-    return ftw_coll_wait(&co, PMPI_Ibarrier(co.native, &co.req));
+    return ftw_members_invalid(f->comm, f->surv_of, &f->epoch_checked,
+                               &f->invalid);
 }
 
 int ftw_file_coll(const char *name, MPI_File fh, int barrier,
@@ -99,7 +74,7 @@ int ftw_file_coll(const char *name, MPI_File fh, int barrier,
         return 0;
     *native = f->native;
     if (file_invalid(f) ||
-        (barrier && file_barrier(f, name) != MPI_SUCCESS)) {
+        (barrier && ftw_members_barrier(f->comm, name) != MPI_SUCCESS)) {
         *rc = ftw_raise_file(fh, FTW_ERR_PROC_FAIL_STOP, name);
         return 1;
     }
@@ -118,22 +93,19 @@ int ftw_file_opened(ftw_coll_t *co, int rc, MPI_File *fh,
 {
     ftw_file_t *f;
     ftw_comm_t *c;
+    MPI_Comm members;
 
     if (rc != MPI_SUCCESS)
         return rc;
     /* Every member makes the duplicate, even one out of memory for the
      * record: the others wait in it. */
     f = calloc(1, sizeof(*f));
-    if (f != NULL && PMPI_Comm_dup(co->native, &f->comm) == MPI_SUCCESS) {
-        PMPI_Comm_set_errhandler(f->comm, MPI_ERRORS_RETURN);
-        ftw_comm_track(f->comm, co->child_id, co->c);
-    } else if (f != NULL) {
-        free(f);
-        f = NULL;
-    }
-    if (f != NULL)
+    members = ftw_members_dup(co);
+    if (f != NULL) {
+        f->comm = members;
         f->filename = strdup(filename);
-    if (f == NULL || f->filename == NULL ||
+    }
+    if (f == NULL || f->filename == NULL || members == MPI_COMM_NULL ||
         (c = ftw_comm_get(f->comm)) == NULL) {
         ftw_error("MPI_File_open: no record of the file: its calls go to "
                   "the MPI unwatched");
@@ -246,28 +218,29 @@ int ftw_file_close(MPI_File *fh)
     return MPI_SUCCESS;
 }
 
-/* Open the file again over the survivors the validate of the duplicate
- * left (collective over them): the view and this process's individual
- * file pointer as they were. */
-static int file_reopen(ftw_file_t *f, ftw_comm_t *c)
+/* Open the file again over survivors (collective over them): the view
+ * and this process's individual file pointer as they were; its rank of
+ * each member is surv_of (taken). */
+static int file_reopen(ftw_file_t *f, int *surv_of, int nsurv,
+                       MPI_Comm survivors)
 {
     MPI_Errhandler eh;
     MPI_File nf = MPI_FILE_NULL;
     MPI_Offset pos = 0;
-    int *surv_of = malloc(sizeof(int) * (size_t)c->size), rc;
+    int rc;
 
     PMPI_File_get_position(f->native, &pos);
-    rc = PMPI_File_open(c->coll, f->filename, f->amode, MPI_INFO_NULL, &nf);
+    rc = PMPI_File_open(survivors, f->filename, f->amode, MPI_INFO_NULL,
+                        &nf);
     if (rc == MPI_SUCCESS && f->has_view)
         rc = PMPI_File_set_view(nf, f->disp, f->etype, f->filetype,
                                 f->datarep, MPI_INFO_NULL);
     if (rc == MPI_SUCCESS)
         rc = PMPI_File_seek(nf, pos, MPI_SEEK_SET);
-    if (rc != MPI_SUCCESS || surv_of == NULL) {
+    if (rc != MPI_SUCCESS) {
         free(surv_of);
-        return rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM;
+        return rc;
     }
-    memcpy(surv_of, c->surv_of, sizeof(int) * (size_t)c->size);
     if (PMPI_File_get_errhandler(f->user, &eh) == MPI_SUCCESS) {
         PMPI_File_set_errhandler(nf, eh);
         PMPI_Errhandler_free(&eh);
@@ -277,26 +250,25 @@ static int file_reopen(ftw_file_t *f, ftw_comm_t *c)
     free(f->surv_of);
     f->surv_of = surv_of;
     f->native = nf;
-    f->nsurv = c->nsurv;
+    f->nsurv = nsurv;
     return MPI_SUCCESS;
 }
 
 FTW_EXPORT int FTW_File_validate(MPI_File fh, MPI_Group *failed_group)
 {
     ftw_file_t *f;
-    ftw_comm_t *c;
-    int rc;
+    MPI_Comm survivors;
+    int rc, remake, *surv_of, nsurv;
 
     ftw_wrap_check();
     f = file_find(fh);
     if (f == NULL || failed_group == NULL)
         return ftw_raise_file(fh, f == NULL ? MPI_ERR_FILE : MPI_ERR_ARG,
                               "FTW_File_validate");
-    rc = FTW_Comm_validate(f->comm, failed_group);
-    c = ftw_comm_get(f->comm);
-    if (rc == MPI_SUCCESS && c != NULL && c->surv_of != NULL &&
-        c->nsurv != f->nsurv) {
-        rc = file_reopen(f, c);
+    rc = ftw_members_validate(f->comm, f->nsurv, failed_group, &remake,
+                              &surv_of, &nsurv, &survivors);
+    if (rc == MPI_SUCCESS && remake) {
+        rc = file_reopen(f, surv_of, nsurv, survivors);
         if (rc != MPI_SUCCESS)
             PMPI_Group_free(failed_group);
     }

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,87 +132,84 @@ int ftw_abort(MPI_Comm comm, int errorcode)
     return PMPI_Abort(comm, errorcode);
 }
 
+/* The end of every raise: eh is the object's handler (a reference the
+ * MPI gave, freed here), call calls it on the object.  A fatal handler
+ * ends the job with what (and the error) said. */
+static int raise_with(MPI_Errhandler eh, int code, const char *what,
+                      int (*call)(const void *obj, int code), const void *obj)
+{
+    char text[MPI_MAX_ERROR_STRING];
+    int len;
+
+    if (eh == MPI_ERRORS_RETURN)
+        return code;
+    if (is_fatal(eh)) {
+        ftw_error_string(code, text, &len);
+        ftw_error("%s: %s; the error handler is MPI_ERRORS_ARE_FATAL, "
+                  "aborting", what, text);
+        ftw_detect_abort_job(ftw_abort_status(code));
+    } else if (!is_predefined(eh)) {
+        ftw_stat_add(FTW_STAT_ERRHANDLER_CALLS, 1);
+    }
+    call(obj, code);
+    if (!is_predefined(eh))
+        PMPI_Errhandler_free(&eh);
+    return code;
+}
+
+static int call_comm(const void *obj, int code)
+{
+    return PMPI_Comm_call_errhandler(*(const MPI_Comm *)obj, code);
+}
+
+static int call_win(const void *obj, int code)
+{
+    return PMPI_Win_call_errhandler(*(const MPI_Win *)obj, code);
+}
+
+static int call_file(const void *obj, int code)
+{
+    return PMPI_File_call_errhandler(*(const MPI_File *)obj, code);
+}
+
 int ftw_raise(MPI_Comm comm, int code, const char *name, int peer)
 {
     MPI_Errhandler eh;
-    char text[MPI_MAX_ERROR_STRING];
-    int len;
+    ftw_comm_t *c;
+    char what[256];
 
     ftw_stat_add(FTW_STAT_OPS_FAILED, 1);
     if (comm == MPI_COMM_NULL ||
         PMPI_Comm_get_errhandler(comm, &eh) != MPI_SUCCESS)
         return code;
-    if (eh == MPI_ERRORS_RETURN)
-        return code;
-    if (is_fatal(eh)) {
-        ftw_comm_t *c = ftw_comm_get(comm);
-
-        ftw_error_string(code, text, &len);
-        if (peer >= 0 && c != NULL && peer < c->size)
-            ftw_error("%s: rank %d of the communicator (world rank %d) "
-                      "failed: %s; the error handler is "
-                      "MPI_ERRORS_ARE_FATAL, aborting", name, peer,
-                      c->peer_world[peer], text);
-        else
-            ftw_error("%s: %s; the error handler is MPI_ERRORS_ARE_FATAL, "
-                      "aborting", name, text);
-        ftw_detect_abort_job(ftw_abort_status(code));
-    } else if (!is_predefined(eh)) {
-        ftw_stat_add(FTW_STAT_ERRHANDLER_CALLS, 1);
-    }
-    PMPI_Comm_call_errhandler(comm, code);
-    if (!is_predefined(eh))
-        PMPI_Errhandler_free(&eh);
-    return code;
+    c = peer >= 0 && is_fatal(eh) ? ftw_comm_get(comm) : NULL;
+    if (c != NULL && peer < c->size)
+        snprintf(what, sizeof(what), "%s: rank %d of the communicator "
+                 "(world rank %d) failed", name, peer, c->peer_world[peer]);
+    else
+        snprintf(what, sizeof(what), "%s", name);
+    return raise_with(eh, code, what, call_comm, &comm);
 }
 
 int ftw_raise_win(MPI_Win win, int code, const char *name)
 {
     MPI_Errhandler eh;
-    char text[MPI_MAX_ERROR_STRING];
-    int len;
 
     ftw_stat_add(FTW_STAT_OPS_FAILED, 1);
     if (win == MPI_WIN_NULL ||
-        PMPI_Win_get_errhandler(win, &eh) != MPI_SUCCESS ||
-        eh == MPI_ERRORS_RETURN)
+        PMPI_Win_get_errhandler(win, &eh) != MPI_SUCCESS)
         return code;
-    if (is_fatal(eh)) {
-        ftw_error_string(code, text, &len);
-        ftw_error("%s: %s; the window's error handler is "
-                  "MPI_ERRORS_ARE_FATAL, aborting", name, text);
-        ftw_detect_abort_job(ftw_abort_status(code));
-    } else if (!is_predefined(eh)) {
-        ftw_stat_add(FTW_STAT_ERRHANDLER_CALLS, 1);
-    }
-    PMPI_Win_call_errhandler(win, code);
-    if (!is_predefined(eh))
-        PMPI_Errhandler_free(&eh);
-    return code;
+    return raise_with(eh, code, name, call_win, &win);
 }
 
 int ftw_raise_file(MPI_File fh, int code, const char *name)
 {
     MPI_Errhandler eh;
-    char text[MPI_MAX_ERROR_STRING];
-    int len;
 
     ftw_stat_add(FTW_STAT_OPS_FAILED, 1);
-    if (PMPI_File_get_errhandler(fh, &eh) != MPI_SUCCESS ||
-        eh == MPI_ERRORS_RETURN)
+    if (PMPI_File_get_errhandler(fh, &eh) != MPI_SUCCESS)
         return code;
-    if (is_fatal(eh)) {
-        ftw_error_string(code, text, &len);
-        ftw_error("%s: %s; the file's error handler is "
-                  "MPI_ERRORS_ARE_FATAL, aborting", name, text);
-        ftw_detect_abort_job(ftw_abort_status(code));
-    } else if (!is_predefined(eh)) {
-        ftw_stat_add(FTW_STAT_ERRHANDLER_CALLS, 1);
-    }
-    PMPI_File_call_errhandler(fh, code);
-    if (!is_predefined(eh))
-        PMPI_Errhandler_free(&eh);
-    return code;
+    return raise_with(eh, code, name, call_file, &fh);
 }
 
 /* The failed peer of an operation, or -1 if none is known failed. */

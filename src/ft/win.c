@@ -10,6 +10,7 @@
 #include "ft/comm.h"
 #include "ft/ft.h"
 #include "ft/lock.h"
+#include "ft/members.h"
 #include "ft/request.h"
 #include "util/log.h"
 
@@ -62,39 +63,13 @@ static ftw_comm_t *win_members(ftw_win_t *w)
  * validate that made it). */
 static int win_invalid(ftw_win_t *w)
 {
-    uint32_t epoch = atomic_load_explicit(&ftw_fail_epoch,
-                                          memory_order_acquire);
-    ftw_comm_t *c;
-
-    if (epoch == w->epoch_checked)
-        return w->invalid;
-    c = win_members(w);
-    if (c == NULL)
-        return 1;
-    w->invalid = 0;
-    for (int r = 0; r < c->size && !w->invalid; r++)
-        w->invalid = (w->surv_of == NULL || w->surv_of[r] >= 0) &&
-                     ftw_comm_peer_failed(c, r);
-    w->epoch_checked = epoch;
-    return w->invalid;
+    return ftw_members_invalid(w->comm, w->surv_of, &w->epoch_checked,
+                               &w->invalid);
 }
 
 static int win_fail(MPI_Win win, const char *name)
 {
     return ftw_raise_win(win, FTW_ERR_PROC_FAIL_STOP, name);
-}
-
-/* A watched barrier over the members (a failure is an error, never a
- * hang); MPI_SUCCESS when every member came. */
-static int win_barrier(ftw_win_t *w, const char *name)
-{
-    ftw_coll_t co;
-
-    if (ftw_coll_begin(&co, name, w->comm))
-        return co.rc;
-    if (co.rotated)
-        return ftw_coll_wait(&co, ftw_xcoll_ibarrier(&co, &co.req));
-    return ftw_coll_wait(&co, PMPI_Ibarrier(co.native, &co.req));
 }
 
 /* Rank in the native window of member r, or FTW_EXCLUDED if it was
@@ -181,6 +156,7 @@ int ftw_win_made(ftw_coll_t *co, int rc, MPI_Win *win, void *base,
 {
     ftw_win_t *w;
     ftw_comm_t *c;
+    MPI_Comm members;
 
     (void)info;
     if (rc != MPI_SUCCESS)
@@ -190,14 +166,12 @@ int ftw_win_made(ftw_coll_t *co, int rc, MPI_Win *win, void *base,
     /* Every member makes the duplicate, even one out of memory for the
      * record: the others wait in it. */
     w = calloc(1, sizeof(*w));
-    if (w != NULL && PMPI_Comm_dup(co->native, &w->comm) == MPI_SUCCESS) {
-        PMPI_Comm_set_errhandler(w->comm, MPI_ERRORS_RETURN);
-        ftw_comm_track(w->comm, co->child_id, co->c);
-    } else if (w != NULL) {
+    members = ftw_members_dup(co);
+    if (w != NULL)
+        w->comm = members;
+    if (w == NULL || members == MPI_COMM_NULL ||
+        (c = win_members(w)) == NULL) {
         free(w);
-        w = NULL;
-    }
-    if (w == NULL || (c = win_members(w)) == NULL) {
         ftw_error("%s: no record of the window: its calls go to the MPI "
                   "unwatched", co->name);
         return rc;
@@ -223,7 +197,7 @@ int ftw_win_fence(int assert_, MPI_Win win)
     w = win_find(win);
     if (w == NULL)
         return PMPI_Win_fence(assert_, win);
-    if (win_invalid(w) || win_barrier(w, "MPI_Win_fence") != MPI_SUCCESS)
+    if (win_invalid(w) || ftw_members_barrier(w->comm, "MPI_Win_fence") != MPI_SUCCESS)
         return win_fail(win, "MPI_Win_fence");
     return PMPI_Win_fence(assert_, w->native);
 }
@@ -444,7 +418,7 @@ int ftw_win_free(MPI_Win *win)
      * the native windows stay with the MPI (and with them the memory of
      * an allocated one, which a dead member's transfer might still
      * write), and the handle is released here. */
-    if (!win_invalid(w) && win_barrier(w, "MPI_Win_free") == MPI_SUCCESS)
+    if (!win_invalid(w) && ftw_members_barrier(w->comm, "MPI_Win_free") == MPI_SUCCESS)
         rc = PMPI_Win_free(&w->native);
     else
         ftw_info("MPI_Win_free: a member failed; the window is released "
@@ -454,27 +428,20 @@ int ftw_win_free(MPI_Win *win)
     return rc;
 }
 
-/* Make a new native window over the survivors the validate of the
- * duplicate left (collective over them). */
-static int win_remake(ftw_win_t *w, ftw_comm_t *c)
+/* Make a new native window over survivors (collective over them): its
+ * rank of each member is surv_of (taken). */
+static int win_remake(ftw_win_t *w, int *surv_of, int nsurv,
+                      MPI_Comm survivors)
 {
     MPI_Errhandler eh;
     MPI_Win nw = MPI_WIN_NULL;
-    int *surv_of, rc;
+    int rc = PMPI_Win_create(w->base, w->size, (int)w->disp_unit,
+                             MPI_INFO_NULL, survivors, &nw);
 
-    if (w->dynamic) {
-        ftw_error("FTW_Win_validate: a window of MPI_Win_create_dynamic "
-                  "cannot be made again over the survivors");
-        return MPI_ERR_WIN;
-    }
-    surv_of = malloc(sizeof(int) * (size_t)c->size);
-    rc = PMPI_Win_create(w->base, w->size, (int)w->disp_unit, MPI_INFO_NULL,
-                         c->coll, &nw);
-    if (rc != MPI_SUCCESS || surv_of == NULL) {
+    if (rc != MPI_SUCCESS) {
         free(surv_of);
-        return rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM;
+        return rc;
     }
-    memcpy(surv_of, c->surv_of, sizeof(int) * (size_t)c->size);
     if (PMPI_Win_get_errhandler(w->user, &eh) == MPI_SUCCESS) {
         PMPI_Win_set_errhandler(nw, eh);
         PMPI_Errhandler_free(&eh);
@@ -486,26 +453,31 @@ static int win_remake(ftw_win_t *w, ftw_comm_t *c)
     free(w->surv_of);
     w->surv_of = surv_of;
     w->native = nw;
-    w->nsurv = c->nsurv;
+    w->nsurv = nsurv;
     return MPI_SUCCESS;
 }
 
 FTW_EXPORT int FTW_Win_validate(MPI_Win win, MPI_Group *failed_group)
 {
     ftw_win_t *w;
-    ftw_comm_t *c;
-    int rc;
+    MPI_Comm survivors;
+    int rc, remake, *surv_of, nsurv;
 
     ftw_wrap_check();
     w = win_find(win);
     if (w == NULL || failed_group == NULL)
         return ftw_raise_win(win, w == NULL ? MPI_ERR_WIN : MPI_ERR_ARG,
                              "FTW_Win_validate");
-    rc = FTW_Comm_validate(w->comm, failed_group);
-    c = win_members(w);
-    if (rc == MPI_SUCCESS && c != NULL && c->surv_of != NULL &&
-        c->nsurv != w->nsurv) {
-        rc = win_remake(w, c);
+    rc = ftw_members_validate(w->comm, w->nsurv, failed_group, &remake,
+                              &surv_of, &nsurv, &survivors);
+    if (rc == MPI_SUCCESS && remake && w->dynamic) {
+        ftw_error("FTW_Win_validate: a window of MPI_Win_create_dynamic "
+                  "cannot be made again over the survivors");
+        free(surv_of);
+        PMPI_Group_free(failed_group);
+        rc = MPI_ERR_WIN;
+    } else if (rc == MPI_SUCCESS && remake) {
+        rc = win_remake(w, surv_of, nsurv, survivors);
         if (rc != MPI_SUCCESS)
             PMPI_Group_free(failed_group);
     }
