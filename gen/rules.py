@@ -127,7 +127,7 @@ RULES = [
     (r"MPI_(Comm_free|Comm_disconnect)", "comm_free", {FREES_COMM}),
 
     # Error handling.
-    (r"MPI_(Comm|Win)_create_errhandler", "errhandler", {CORE}),
+    (r"MPI_(Comm|Win|File)_create_errhandler", "errhandler", {CORE}),
     (r"MPI_(Comm_set_errhandler|Comm_get_errhandler|Comm_call_errhandler|"
      r"Errhandler_free)", "errhandler", set()),
 

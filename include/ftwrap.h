@@ -220,6 +220,15 @@ int FTW_File_validate(MPI_File fh, MPI_Group *failed_group);
 int FTW_File_group_failed(MPI_File fh, MPI_Group *failed_group);
 
 /*
+ * FTW_File_set_failhandler / FTW_File_get_failhandler - a file's failure
+ * handler, as FTW_Win_set_failhandler: errhandler comes from
+ * MPI_File_create_errhandler and is called as fn(&fh, &code).  Closing
+ * the file removes it.
+ */
+int FTW_File_set_failhandler(MPI_File fh, MPI_Errhandler errhandler);
+int FTW_File_get_failhandler(MPI_File fh, MPI_Errhandler *errhandler);
+
+/*
  * Failure handlers.
  *
  * FTW_Comm_set_failhandler(comm, errhandler) - collective: every process

@@ -12,7 +12,8 @@
  *     and so do MPI_File_sync and MPI_File_close (which leaves the file
  *     open);
  *   - an independent MPI_File_write_at by rank 0 still works;
- *   - FTW_File_group_failed names rank 2;
+ *   - FTW_File_group_failed names rank 2, and the failure handler
+ *     registered on the file (FTW_File_set_failhandler) was called;
  *   - FTW_File_validate gives both the failed group {2}; then a collective
  *     write of new blocks and a collective read back work, data checked,
  *     and MPI_File_close closes;
@@ -32,6 +33,18 @@
 
 #define N 4096                  /* ints per block */
 #define BLOCK ((MPI_Offset)N)   /* in etypes */
+
+/* The file's failure handler: counts its calls. */
+static MPI_File handled_file = MPI_FILE_NULL;
+static int handled, handled_code;
+
+static void on_failure(MPI_File *fh, int *code, ...)
+{
+    if (*fh == handled_file) {
+        handled++;
+        handled_code = *code;
+    }
+}
 
 static int is_fail(int rc)
 {
@@ -63,6 +76,16 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL);
+    {
+        MPI_Errhandler eh, got = MPI_ERRHANDLER_NULL;
+
+        MPI_File_create_errhandler(on_failure, &eh);
+        handled_file = fh;
+        if (FTW_File_set_failhandler(fh, eh) != MPI_SUCCESS ||
+            FTW_File_get_failhandler(fh, &got) != MPI_SUCCESS || got != eh)
+            tap_diag("FTW_File_set_failhandler did not register");
+        MPI_Errhandler_free(&eh);
+    }
     tap_fill(blk, N * sizeof(int), 300 + rank);
     MPI_File_write_at_all(fh, rank * BLOCK, blk, N, MPI_INT,
                           MPI_STATUS_IGNORE);
@@ -102,8 +125,10 @@ int main(int argc, char **argv)
         MPI_Group_free(&g);
         MPI_Group_free(&failed);
     }
-    tap_ok_comm(v, rc == MPI_SUCCESS && n == 1 && r == 2,
-                "FTW_File_group_failed names the dead rank");
+    tap_ok_comm(v, rc == MPI_SUCCESS && n == 1 && r == 2 && handled >= 1 &&
+                handled_code == FTW_ERR_PROC_FAIL_STOP,
+                "FTW_File_group_failed names the dead rank, and the file's "
+                "failure handler (FTW_File_set_failhandler) was called");
 
     rc = FTW_File_validate(fh, &failed);
     n = -1;

@@ -25,18 +25,21 @@
 /* Functions of the error handlers the application created. */
 typedef struct {
     MPI_Errhandler key;
-    MPI_Comm_errhandler_function *fn;       /* a communicator's, or */
-    MPI_Win_errhandler_function *wfn;       /* a window's */
+    MPI_Comm_errhandler_function *fn;       /* a communicator's, */
+    MPI_Win_errhandler_function *wfn;       /* a window's or */
+    MPI_File_errhandler_function *ffn;      /* a file's */
     UT_hash_handle hh;
 } eh_entry_t;
 
 typedef struct {
-    MPI_Comm comm;          /* the communicator, or a window's members
-                             * (win.c's duplicate) */
+    MPI_Comm comm;          /* the communicator, or a window's or a
+                             * file's members (members.c's duplicate) */
     MPI_Win win;            /* the window, or MPI_WIN_NULL */
+    MPI_File file;          /* the file, or MPI_FILE_NULL */
     MPI_Errhandler eh;
-    MPI_Comm_errhandler_function *fn;
+    MPI_Comm_errhandler_function *fn;   /* the one that is not NULL */
     MPI_Win_errhandler_function *wfn;
+    MPI_File_errhandler_function *ffn;
     int nfailed;            /* the communicator's failures handled */
 } handler_t;
 
@@ -50,7 +53,8 @@ static uint32_t handled_epoch;
 static FTW_TLS int in_handler;
 
 static void errhandler_note(MPI_Errhandler eh, MPI_Comm_errhandler_function *fn,
-                            MPI_Win_errhandler_function *wfn)
+                            MPI_Win_errhandler_function *wfn,
+                            MPI_File_errhandler_function *ffn)
 {
     eh_entry_t *e = malloc(sizeof(*e)), *old;
 
@@ -59,6 +63,7 @@ static void errhandler_note(MPI_Errhandler eh, MPI_Comm_errhandler_function *fn,
     e->key = eh;
     e->fn = fn;
     e->wfn = wfn;
+    e->ffn = ffn;
     pthread_mutex_lock(&fh_lock);
     HASH_FIND(hh, eh_table, &eh, sizeof(eh), old);
     if (old != NULL) {
@@ -71,7 +76,7 @@ static void errhandler_note(MPI_Errhandler eh, MPI_Comm_errhandler_function *fn,
 
 void ftw_errhandler_note(MPI_Errhandler eh, MPI_Comm_errhandler_function *fn)
 {
-    errhandler_note(eh, fn, NULL);
+    errhandler_note(eh, fn, NULL, NULL);
 }
 
 static eh_entry_t *eh_find(MPI_Errhandler eh)
@@ -99,7 +104,19 @@ int ftw_win_create_errhandler(MPI_Win_errhandler_function *fn,
     ftw_wrap_check();
     rc = PMPI_Win_create_errhandler(fn, eh);
     if (rc == MPI_SUCCESS)
-        errhandler_note(*eh, NULL, fn);
+        errhandler_note(*eh, NULL, fn, NULL);
+    return rc;
+}
+
+int ftw_file_create_errhandler(MPI_File_errhandler_function *fn,
+                               MPI_Errhandler *eh)
+{
+    int rc;
+
+    ftw_wrap_check();
+    rc = PMPI_File_create_errhandler(fn, eh);
+    if (rc == MPI_SUCCESS)
+        errhandler_note(*eh, NULL, NULL, fn);
     return rc;
 }
 
@@ -151,29 +168,28 @@ static int handler_add(MPI_Comm comm, MPI_Errhandler eh,
         cap_handlers = cap;
     }
     ftw_comm_refresh(c);
-    handlers[nhandlers].comm = comm;
-    handlers[nhandlers].win = MPI_WIN_NULL;
-    handlers[nhandlers].eh = eh;
-    handlers[nhandlers].fn = fn;
-    handlers[nhandlers].wfn = NULL;
-    handlers[nhandlers++].nfailed = c->nfailed;
+    handlers[nhandlers] = (handler_t){ .comm = comm, .win = MPI_WIN_NULL,
+                                       .file = MPI_FILE_NULL, .eh = eh,
+                                       .fn = fn, .nfailed = c->nfailed };
+    nhandlers++;
     return MPI_SUCCESS;
 }
 
-int ftw_win_failhandler_set(MPI_Win win, MPI_Comm members,
-                            MPI_Errhandler errhandler)
+int ftw_obj_failhandler_set(const MPI_Win *win, const MPI_File *file,
+                            MPI_Comm members, MPI_Errhandler errhandler)
 {
     eh_entry_t *e = NULL;
     ftw_comm_t *c = ftw_comm_get(members);
     int i, rc;
 
     if (c == NULL)
-        return MPI_ERR_WIN;
+        return win != NULL ? MPI_ERR_WIN : MPI_ERR_FILE;
     if (errhandler != FTW_FAILHANDLER_NULL) {
         e = eh_find(errhandler);
-        if (e == NULL || e->wfn == NULL) {
-            ftw_error("the error handler was not "
-                      "made by MPI_Win_create_errhandler");
+        if (e == NULL || (win != NULL ? e->wfn == NULL : e->ffn == NULL)) {
+            ftw_error("the error handler was not made by %s",
+                      win != NULL ? "MPI_Win_create_errhandler"
+                                  : "MPI_File_create_errhandler");
             return MPI_ERR_ARG;
         }
     }
@@ -184,14 +200,17 @@ int ftw_win_failhandler_set(MPI_Win win, MPI_Comm members,
         return MPI_SUCCESS;
     fh_mode_frozen = 1;
     rc = handler_add(members, errhandler, NULL, c);
-    if (rc == MPI_SUCCESS) {
-        handlers[nhandlers - 1].win = win;
+    if (rc == MPI_SUCCESS && win != NULL) {
+        handlers[nhandlers - 1].win = *win;
         handlers[nhandlers - 1].wfn = e->wfn;
+    } else if (rc == MPI_SUCCESS) {
+        handlers[nhandlers - 1].file = *file;
+        handlers[nhandlers - 1].ffn = e->ffn;
     }
     return rc;
 }
 
-MPI_Errhandler ftw_win_failhandler_get(MPI_Comm members)
+MPI_Errhandler ftw_obj_failhandler_get(MPI_Comm members)
 {
     int i = handler_index(members);
 
@@ -290,6 +309,8 @@ static void handler_call(int i)
     ftw_stat_add(FTW_STAT_HANDLERS_RUN, 1);
     if (h.wfn != NULL)
         h.wfn(&h.win, &code);
+    else if (h.ffn != NULL)
+        h.ffn(&h.file, &code);
     else
         h.fn(&h.comm, &code);
 }

@@ -278,6 +278,32 @@ FTW_EXPORT int FTW_File_validate(MPI_File fh, MPI_Group *failed_group)
     return MPI_SUCCESS;
 }
 
+FTW_EXPORT int FTW_File_set_failhandler(MPI_File fh,
+                                        MPI_Errhandler errhandler)
+{
+    ftw_file_t *f;
+
+    ftw_wrap_check();
+    f = file_find(fh);
+    if (f == NULL)
+        return ftw_raise_file(fh, MPI_ERR_FILE, "FTW_File_set_failhandler");
+    return ftw_obj_failhandler_set(NULL, &fh, f->comm, errhandler);
+}
+
+FTW_EXPORT int FTW_File_get_failhandler(MPI_File fh,
+                                        MPI_Errhandler *errhandler)
+{
+    ftw_file_t *f;
+
+    ftw_wrap_check();
+    f = file_find(fh);
+    if (f == NULL || errhandler == NULL)
+        return ftw_raise_file(fh, f == NULL ? MPI_ERR_FILE : MPI_ERR_ARG,
+                              "FTW_File_get_failhandler");
+    *errhandler = ftw_obj_failhandler_get(f->comm);
+    return MPI_SUCCESS;
+}
+
 FTW_EXPORT int FTW_File_group_failed(MPI_File fh, MPI_Group *failed_group)
 {
     ftw_file_t *f;

@@ -56,13 +56,16 @@ int ftw_comm_create_errhandler(MPI_Comm_errhandler_function *fn,
                                MPI_Errhandler *eh);
 int ftw_win_create_errhandler(MPI_Win_errhandler_function *fn,
                               MPI_Errhandler *eh);
-/* A window's failure handler, kept under its members' communicator
- * (win.c's duplicate, whose release forgets it): called as fn(&win,
- * &code).  MPI_ERR_ARG for a handler not made by
- * MPI_Win_create_errhandler. */
-int ftw_win_failhandler_set(MPI_Win win, MPI_Comm members,
-                            MPI_Errhandler errhandler);
-MPI_Errhandler ftw_win_failhandler_get(MPI_Comm members);
+int ftw_file_create_errhandler(MPI_File_errhandler_function *fn,
+                               MPI_Errhandler *eh);
+/* A window's (win not NULL) or a file's failure handler, kept under its
+ * members' communicator (members.c's duplicate, whose release forgets
+ * it): called as fn(win, &code) or fn(file, &code).  MPI_ERR_ARG for a
+ * handler not made by MPI_Win_create_errhandler or
+ * MPI_File_create_errhandler. */
+int ftw_obj_failhandler_set(const MPI_Win *win, const MPI_File *file,
+                            MPI_Comm members, MPI_Errhandler errhandler);
+MPI_Errhandler ftw_obj_failhandler_get(MPI_Comm members);
 
 /* Nonblocking validates in progress (validate.c). */
 extern int ftw_validates_pending;

@@ -523,7 +523,7 @@ FTW_EXPORT int FTW_Win_set_failhandler(MPI_Win win, MPI_Errhandler errhandler)
     w = win_find(win);
     if (w == NULL)
         return ftw_raise_win(win, MPI_ERR_WIN, "FTW_Win_set_failhandler");
-    return ftw_win_failhandler_set(win, w->comm, errhandler);
+    return ftw_obj_failhandler_set(&win, NULL, w->comm, errhandler);
 }
 
 FTW_EXPORT int FTW_Win_get_failhandler(MPI_Win win,
@@ -536,7 +536,7 @@ FTW_EXPORT int FTW_Win_get_failhandler(MPI_Win win,
     if (w == NULL || errhandler == NULL)
         return ftw_raise_win(win, w == NULL ? MPI_ERR_WIN : MPI_ERR_ARG,
                              "FTW_Win_get_failhandler");
-    *errhandler = ftw_win_failhandler_get(w->comm);
+    *errhandler = ftw_obj_failhandler_get(w->comm);
     return MPI_SUCCESS;
 }
 
