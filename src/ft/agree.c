@@ -454,6 +454,43 @@ static int ftw_agree_test_(ftw_agree_t *a)
     return 1;
 }
 
+int ftw_agree_members(const ftw_comm_t *c)
+{
+    return c->is_inter ? c->nlocal + c->size : c->size;
+}
+
+/* The lowest world rank of n members. */
+static int lowest(const int *world, int n)
+{
+    int low = world[0];
+
+    for (int i = 1; i < n; i++)
+        low = world[i] < low ? world[i] : low;
+    return low;
+}
+
+int ftw_agree_local_first(const ftw_comm_t *c)
+{
+    return c->nlocal > 0 && c->size > 0 &&
+           lowest(c->local_world, c->nlocal) < lowest(c->peer_world, c->size);
+}
+
+int ftw_agree_member_list(const ftw_comm_t *c, int *world)
+{
+    int first;
+
+    if (!c->is_inter) {
+        memcpy(world, c->peer_world, sizeof(int) * (size_t)c->size);
+        return c->rank;
+    }
+    first = ftw_agree_local_first(c);
+    memcpy(world + (first ? 0 : c->size), c->local_world,
+           sizeof(int) * (size_t)c->nlocal);
+    memcpy(world + (first ? c->nlocal : 0), c->peer_world,
+           sizeof(int) * (size_t)c->size);
+    return c->rank + (first ? 0 : c->size);
+}
+
 int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
                     ftw_agree_t **agree_p)
 {
@@ -461,12 +498,13 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
     uint8_t *v;
     int sorted = 1;
 
-    if (c->id == 0 || c->is_inter) {
-        ftw_error("no agreement possible on this communicator (an "
-                  "intercommunicator, or one ftwrap did not see made)");
+    if (c->id == 0 || (c->is_inter && c->chan != NULL)) {
+        ftw_error("no agreement possible on this communicator (one "
+                  "ftwrap did not see made, or an intercommunicator "
+                  "between two jobs)");
         return MPI_ERR_COMM;
     }
-    a = agree_alloc(c->size);
+    a = agree_alloc(ftw_agree_members(c));
     if (a == NULL)
         goto err;
     a->id = c->id;
@@ -474,10 +512,9 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
     a->chan = c->chan;
     if (a->chan != NULL)
         ftw_ctl_chan_hold(a->chan);
-    a->me = c->rank;
     v = a->scratch;
     /* The members are copied: a finishing agreement may outlive c. */
-    memcpy(a->world, c->peer_world, sizeof(int) * (size_t)a->n);
+    a->me = ftw_agree_member_list(c, a->world);
     for (int r = 0; r < a->nrounds; r++)
         memset(prop_row(a, r) + a->n, 0xff, 4); /* neutral element of AND */
     memset(recvd_row(a, 0), 1, (size_t)a->n);
@@ -499,7 +536,8 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
     return MPI_SUCCESS;
 
 err:
-    ftw_error("out of memory for an agreement over %d processes", c->size);
+    ftw_error("out of memory for an agreement over %d processes",
+              ftw_agree_members(c));
     return MPI_ERR_NO_MEM;
 }
 

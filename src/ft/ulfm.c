@@ -10,6 +10,7 @@
 #include "ft/agree.h"
 #include "ft/coll.h"
 #include "ft/comm.h"
+#include "ft/ctl.h"
 #include "ft/ft.h"
 #include "ft/op.h"
 #include "ft/ulfm.h"
@@ -344,6 +345,77 @@ static int shrink_native(ftw_comm_t *c, MPI_Comm *newcomm)
     return MPI_SUCCESS;
 }
 
+/* A tag for a shrink's native creations on the control channel, the same
+ * on every member: from the communicator's id and the agreement's number
+ * (above the channel's own tags). */
+static int shrink_tag(const ftw_comm_t *c)
+{
+    uint64_t h = c->id * 0x9E3779B97F4A7C15ull + c->agree_seq;
+
+    return 1000 + (int)((h ^ (h >> 29)) % 30000u);
+}
+
+/* Shrink of an intercommunicator (of one job): an agreement over both
+ * groups on who failed, then each group's survivors make an
+ * intracommunicator (MPI_Comm_create_group on the control channel, a
+ * duplicate of MPI_COMM_WORLD: only they call it) and the two are joined
+ * by MPI_Intercomm_create through the channel, between each group's
+ * lowest survivor.  Only survivors take part in either call. */
+static int shrink_inter(ftw_comm_t *c, MPI_Comm *newcomm)
+{
+    int n = ftw_agree_members(c), first = ftw_agree_local_first(c);
+    int *world = malloc(sizeof(int) * (size_t)(2 * n + 1)), *keep;
+    uint8_t *failed = malloc((size_t)n + 1);
+    int nkeep = 0, remote_leader = -1, rc, flag, tag, lo, nlo;
+    MPI_Group wg, g;
+    MPI_Comm local = MPI_COMM_NULL, nc = MPI_COMM_NULL;
+
+    if (world == NULL || failed == NULL) {
+        free(world);
+        free(failed);
+        return ftw_raise(c->user, MPI_ERR_NO_MEM, "MPIX_Comm_shrink", -1);
+    }
+    keep = world + n;
+    ftw_agree_member_list(c, world);
+    tag = shrink_tag(c);
+    ftw_pending_finish_all();
+    rc = ftw_agree(c, NULL, 1, failed, &flag);
+    /* This process's group: [lo, lo + nlo) of the member list. */
+    lo = first ? 0 : c->size;
+    nlo = c->nlocal;
+    for (int i = 0; rc == MPI_SUCCESS && i < n; i++) {
+        if (failed[i] & 1)
+            continue;
+        if (i >= lo && i < lo + nlo)
+            keep[nkeep++] = world[i];
+        else if (remote_leader < 0)
+            remote_leader = world[i];
+    }
+    if (rc == MPI_SUCCESS && remote_leader < 0) {
+        ftw_error("MPIX_Comm_shrink: every process of the remote group "
+                  "failed");
+        rc = FTW_ERR_PROC_FAIL_STOP;
+    }
+    if (rc == MPI_SUCCESS) {
+        PMPI_Comm_group(ftw_ctl_comm, &wg);
+        PMPI_Group_incl(wg, nkeep, keep, &g);
+        rc = PMPI_Comm_create_group(ftw_ctl_comm, g, tag, &local);
+        PMPI_Group_free(&g);
+        PMPI_Group_free(&wg);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = PMPI_Intercomm_create(local, 0, ftw_ctl_comm, remote_leader,
+                                   tag, &nc);
+        PMPI_Comm_free(&local);
+    }
+    free(world);
+    free(failed);
+    if (rc != MPI_SUCCESS)
+        return ftw_raise(c->user, rc, "MPIX_Comm_shrink", -1);
+    shrink_made(c, nc, ftw_comm_next_id(c), NULL, newcomm);
+    return MPI_SUCCESS;
+}
+
 int ftw_comm_shrink(MPI_Comm comm, MPI_Comm *newcomm)
 {
     ftw_comm_t *c;
@@ -353,6 +425,8 @@ int ftw_comm_shrink(MPI_Comm comm, MPI_Comm *newcomm)
     c = comm == MPI_COMM_NULL || newcomm == NULL ? NULL : ftw_comm_get(comm);
     if (c != NULL && !c->is_inter && c->id == 0 && comm != MPI_COMM_SELF)
         return shrink_native(c, newcomm);
+    if (c != NULL && c->is_inter && c->id != 0 && c->chan == NULL)
+        return shrink_inter(c, newcomm);
     rc = ulfm_collective(comm, newcomm, &c, &failed, NULL);
     if (rc != MPI_SUCCESS)
         return ftw_raise(comm, rc, "MPIX_Comm_shrink", -1);
