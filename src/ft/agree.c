@@ -469,7 +469,8 @@ static int lowest(const int *world, int n)
     return low;
 }
 
-int ftw_agree_local_first(const ftw_comm_t *c)
+/* The group holding the lowest world rank goes first: this process's? */
+static int local_first(const ftw_comm_t *c)
 {
     return c->nlocal > 0 && c->size > 0 &&
            lowest(c->local_world, c->nlocal) < lowest(c->peer_world, c->size);
@@ -483,7 +484,7 @@ int ftw_agree_member_list(const ftw_comm_t *c, int *world)
         memcpy(world, c->peer_world, sizeof(int) * (size_t)c->size);
         return c->rank;
     }
-    first = ftw_agree_local_first(c);
+    first = local_first(c);
     memcpy(world + (first ? 0 : c->size), c->local_world,
            sizeof(int) * (size_t)c->nlocal);
     memcpy(world + (first ? c->nlocal : 0), c->peer_world,

@@ -38,13 +38,11 @@ typedef struct ftw_agree ftw_agree_t;
 
 /* The processes an agreement on c runs over: its members, or both groups
  * of an intercommunicator (of one job), the group holding the lowest
- * world rank first (ftw_agree_local_first says whether that is this
- * process's).  The failed arrays below have one byte per process in that
- * order. */
+ * world rank first.  The failed arrays below have one byte per process in
+ * that order. */
 int ftw_agree_members(const ftw_comm_t *c);
-int ftw_agree_local_first(const ftw_comm_t *c);
 /* Their world ranks into world[ftw_agree_members(c)]; this process's
- * index. */
+ * index (its group starts at that minus its rank). */
 int ftw_agree_member_list(const ftw_comm_t *c, int *world);
 
 /* Start an agreement on c with this process's proposal: failed (one

@@ -878,21 +878,26 @@ int ftw_create_orphan(int rc, MPI_Comm *newcomm, int collective)
     return rc;
 }
 
+int ftw_barrier_watched(MPI_Comm comm, const char *name)
+{
+    ftw_coll_t co;
+
+    if (ftw_coll_begin(&co, name, comm))
+        return co.rc;
+    if (co.rotated)
+        return ftw_coll_wait(&co, ftw_xcoll_ibarrier(&co, &co.req));
+    return ftw_coll_wait(&co, PMPI_Ibarrier(co.native, &co.req));
+}
+
 int ftw_comm_disconnect(MPI_Comm *comm)
 {
     MPI_Comm old = comm != NULL ? *comm : MPI_COMM_NULL;
-    ftw_coll_t co;
     int rc;
 
     ftw_wrap_check();
     if (old == MPI_COMM_NULL || old == MPI_COMM_WORLD || old == MPI_COMM_SELF)
         return PMPI_Comm_disconnect(comm);      /* the MPI's own error */
-    if (ftw_coll_begin(&co, "MPI_Comm_disconnect", old))
-        rc = co.rc;
-    else if (co.rotated)
-        rc = ftw_coll_wait(&co, ftw_xcoll_ibarrier(&co, &co.req));
-    else
-        rc = ftw_coll_wait(&co, PMPI_Ibarrier(co.native, &co.req));
+    rc = ftw_barrier_watched(old, "MPI_Comm_disconnect");
     if (rc == MPI_SUCCESS) {
         rc = PMPI_Comm_disconnect(comm);
         if (rc == MPI_SUCCESS)

@@ -222,6 +222,11 @@ int ftw_gate_refused(ftw_coll_t *co, MPI_Comm *newcomm, int root,
  * an id its members agree on when all of them are making it now. */
 int ftw_create_orphan(int rc, MPI_Comm *newcomm, int collective);
 
+/* MPI_Barrier as ftwrap's own step (name: the call it is part of, for
+ * messages): over comm's survivors after a validate, ending in an error
+ * raised on comm when a member fails, never in a hang. */
+int ftw_barrier_watched(MPI_Comm comm, const char *name);
+
 /* MPI_Comm_disconnect: a watched barrier over *comm first, so that a
  * member that died (or never disconnects before it dies) is an error, not
  * a hang.  After the barrier, the MPI's disconnect; when a failure cut the

@@ -62,34 +62,36 @@ static void world_group_make(void)
     PMPI_Comm_group(MPI_COMM_WORLD, &world_group);
 }
 
-/* The world ranks of group's n members into out[n]; 0 if out of
+/* The ranks in target of group's n members into out[n]; 0 if out of
  * memory. */
-static int to_world(MPI_Group group, int n, int *out)
+static int translate_all(MPI_Group group, int n, MPI_Group target, int *out)
 {
-    int small[64], *ranks = n <= 64 ? small :
-                            malloc(sizeof(int) * (size_t)n);
+    int small[64] = { 0 }, *ranks = n <= 64 ? small :
+                                    malloc(sizeof(int) * (size_t)n);
 
     if (ranks == NULL)
         return 0;
-    pthread_once(&world_group_once, world_group_make);
     for (int i = 0; i < n; i++)
         ranks[i] = i;
-    PMPI_Group_translate_ranks(group, n, ranks, world_group, out);
+    PMPI_Group_translate_ranks(group, n, ranks, target, out);
     if (ranks != small)
         free(ranks);
-    ftw_xjob_translate(group, n, out);
     return 1;
 }
 
-/* World ranks of every member of group, or NULL. */
+/* World ranks (the ids of processes of other jobs) of every member of
+ * group, or NULL. */
 static int *group_world_ranks(MPI_Group group, int n)
 {
     int *out = malloc(sizeof(int) * (size_t)(n ? n : 1));
 
-    if (out != NULL && !to_world(group, n, out)) {
+    pthread_once(&world_group_once, world_group_make);
+    if (out != NULL && !translate_all(group, n, world_group, out)) {
         free(out);
-        out = NULL;
+        return NULL;
     }
+    if (out != NULL)
+        ftw_xjob_translate(group, n, out);
     return out;
 }
 
@@ -278,44 +280,34 @@ uint64_t ftw_comm_next_id(ftw_comm_t *parent)
     return mix(parent->id, ++parent->child_seq);
 }
 
-/* A hash of group's members in order, as world ranks. */
-static uint64_t group_hash(MPI_Group group, int tag)
+/* A hash of group's members in order: as world ranks, or, when parent's
+ * members are in two jobs (the ids of processes of other jobs differ
+ * from process to process), as ranks in parent's group. */
+static uint64_t group_hash(MPI_Group group, int tag, const ftw_comm_t *parent)
 {
-    int n = 0, *w;
-    uint64_t h = mix(0x6B1D, (uint64_t)(uint32_t)tag);
+    MPI_Group pg;
+    int n = 0, *w, ok;
+    uint64_t h = mix(parent->chan != NULL ? 0x6B1E : 0x6B1D,
+                     (uint64_t)(uint32_t)tag);
 
     PMPI_Group_size(group, &n);
-    w = group_world_ranks(group, n);
+    if (parent->chan == NULL) {
+        w = group_world_ranks(group, n);
+    } else {
+        w = malloc(sizeof(int) * (size_t)(n ? n : 1));
+        PMPI_Comm_group(parent->user, &pg);
+        ok = w != NULL && translate_all(group, n, pg, w);
+        PMPI_Group_free(&pg);
+        if (!ok) {
+            free(w);
+            w = NULL;
+        }
+    }
     if (w == NULL)
         return 0;
     for (int i = 0; i < n; i++)
         h = mix(h, (uint64_t)(uint32_t)w[i]);
     free(w);
-    return h;
-}
-
-/* The same over the group's ranks in parent's group, for a parent with
- * members in two jobs: the ids of processes of other jobs differ from
- * process to process. */
-static uint64_t group_hash_in(MPI_Group group, int tag, MPI_Comm parent)
-{
-    MPI_Group pg;
-    int n = 0, *r, *p;
-    uint64_t h = mix(0x6B1E, (uint64_t)(uint32_t)tag);
-
-    PMPI_Group_size(group, &n);
-    r = malloc(sizeof(int) * (size_t)(n ? n : 1) * 2);
-    if (r == NULL)
-        return 0;
-    p = r + n;
-    for (int i = 0; i < n; i++)
-        r[i] = i;
-    PMPI_Comm_group(parent, &pg);
-    PMPI_Group_translate_ranks(group, n, r, pg, p);
-    PMPI_Group_free(&pg);
-    for (int i = 0; i < n; i++)
-        h = mix(h, (uint64_t)(uint32_t)p[i]);
-    free(r);
     return h;
 }
 
@@ -326,8 +318,7 @@ uint64_t ftw_comm_next_group_id(ftw_comm_t *parent, MPI_Group group, int tag)
 
     if (parent == NULL || parent->id == 0)
         return 0;
-    key = parent->chan != NULL ? group_hash_in(group, tag, parent->user)
-                               : group_hash(group, tag);
+    key = group_hash(group, tag, parent);
     if (key == 0)
         return 0;
     /* Threads may make groups of one parent at once (with other tags). */
@@ -547,58 +538,54 @@ int ftw_comm_peer_failed(const ftw_comm_t *c, int r)
     return ftw_detect_is_failed(c->peer_world[r]);
 }
 
-ftw_status_t ftw_comm_failed_group(ftw_comm_t *c, MPI_Group *group_p,
-                                   int *count_p)
+/* The failed members of one group of c (world[0..n), whose group is
+ * all) as a group of it; all is freed. */
+static ftw_status_t failed_of(ftw_comm_t *c, const int *world, int n,
+                              MPI_Group all, MPI_Group *group_p)
 {
-    MPI_Group all;
-    int *ranks = malloc(sizeof(int) * (size_t)(c->size ? c->size : 1));
-    int n = 0;
+    int *ranks = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    int nf = 0;
 
     if (ranks == NULL) {
-        ftw_error("out of memory for a group of %d ranks", c->size);
+        ftw_error("out of memory for a group of %d ranks", n);
+        PMPI_Group_free(&all);
         return FTW_ST_NO_MEMORY;
     }
     /* One snapshot of the failure log: the group and the count agree. */
     ftw_comm_refresh(c);
     for (uint32_t i = 0; i < c->epoch_seen; i++) {
-        int r = world_index(c->peer_world, c->size, ftw_detect_failure(i));
+        int r = world_index(world, n, ftw_detect_failure(i));
 
         if (r >= 0)
-            ranks[n++] = r;
+            ranks[nf++] = r;
     }
+    PMPI_Group_incl(all, nf, ranks, group_p);
+    PMPI_Group_free(&all);
+    free(ranks);
+    return FTW_OK;
+}
+
+ftw_status_t ftw_comm_failed_group(ftw_comm_t *c, MPI_Group *group_p,
+                                   int *count_p)
+{
+    MPI_Group all;
+    ftw_status_t st;
+
     if (c->is_inter)
         PMPI_Comm_remote_group(c->user, &all);
     else
         PMPI_Comm_group(c->user, &all);
-    PMPI_Group_incl(all, n, ranks, group_p);
-    PMPI_Group_free(&all);
-    free(ranks);
+    st = failed_of(c, c->peer_world, c->size, all, group_p);
     *count_p = c->nfailed;
-    return FTW_OK;
+    return st;
 }
 
 ftw_status_t ftw_comm_failed_local_group(ftw_comm_t *c, MPI_Group *group_p)
 {
     MPI_Group all;
-    int *ranks = malloc(sizeof(int) * (size_t)(c->nlocal ? c->nlocal : 1));
-    int n = 0;
 
-    if (ranks == NULL) {
-        ftw_error("out of memory for a group of %d ranks", c->nlocal);
-        return FTW_ST_NO_MEMORY;
-    }
-    ftw_comm_refresh(c);
-    for (uint32_t i = 0; i < c->epoch_seen; i++) {
-        int r = world_index(c->local_world, c->nlocal, ftw_detect_failure(i));
-
-        if (r >= 0)
-            ranks[n++] = r;
-    }
     PMPI_Comm_group(c->user, &all);
-    PMPI_Group_incl(all, n, ranks, group_p);
-    PMPI_Group_free(&all);
-    free(ranks);
-    return FTW_OK;
+    return failed_of(c, c->local_world, c->nlocal, all, group_p);
 }
 
 int ftw_comm_create_survivors(ftw_comm_t *c, const uint8_t *failed,

@@ -66,7 +66,7 @@ void ftw_ctl_chan_hold(ftw_ctl_chan_t *ch)
 
 void ftw_ctl_chan_put(ftw_ctl_chan_t *ch)
 {
-    int last;
+    int last, finalized = 0;
 
     if (ch == NULL)
         return;
@@ -86,7 +86,7 @@ void ftw_ctl_chan_put(ftw_ctl_chan_t *ch)
     /* A process that is gone may leave sends of ours pending: the MPI
      * finishes or keeps them, the duplicate's release waits for none.
      * After MPI_Finalize the MPI has freed it. */
-    if (PMPI_Finalized(&last) == MPI_SUCCESS && !last)
+    if (PMPI_Finalized(&finalized) == MPI_SUCCESS && !finalized)
         PMPI_Comm_free(&ch->comm);
     free(ch);
 }

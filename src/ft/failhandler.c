@@ -52,7 +52,8 @@ static int fh_mode_frozen;          /* a handler was registered */
 static uint32_t handled_epoch;
 static FTW_TLS int in_handler;
 
-static void errhandler_note(MPI_Errhandler eh, MPI_Comm_errhandler_function *fn,
+static void errhandler_note(MPI_Errhandler eh,
+                            MPI_Comm_errhandler_function *fn,
                             MPI_Win_errhandler_function *wfn,
                             MPI_File_errhandler_function *ffn)
 {
@@ -87,13 +88,6 @@ static eh_entry_t *eh_find(MPI_Errhandler eh)
     HASH_FIND(hh, eh_table, &eh, sizeof(eh), e);
     pthread_mutex_unlock(&fh_lock);
     return e;
-}
-
-static MPI_Comm_errhandler_function *eh_function(MPI_Errhandler eh)
-{
-    eh_entry_t *e = eh_find(eh);
-
-    return e ? e->fn : NULL;
 }
 
 int ftw_win_create_errhandler(MPI_Win_errhandler_function *fn,
@@ -155,8 +149,9 @@ void ftw_failhandler_forget(MPI_Comm comm)
         handler_remove(i);
 }
 
-static int handler_add(MPI_Comm comm, MPI_Errhandler eh,
-                       MPI_Comm_errhandler_function *fn, ftw_comm_t *c)
+/* A handler for comm's failures, its function to be filled in by the
+ * caller (the new last entry). */
+static int handler_add(MPI_Comm comm, MPI_Errhandler eh, ftw_comm_t *c)
 {
     if (nhandlers == cap_handlers) {
         int cap = cap_handlers ? 2 * cap_handlers : 8;
@@ -170,7 +165,7 @@ static int handler_add(MPI_Comm comm, MPI_Errhandler eh,
     ftw_comm_refresh(c);
     handlers[nhandlers] = (handler_t){ .comm = comm, .win = MPI_WIN_NULL,
                                        .file = MPI_FILE_NULL, .eh = eh,
-                                       .fn = fn, .nfailed = c->nfailed };
+                                       .nfailed = c->nfailed };
     nhandlers++;
     return MPI_SUCCESS;
 }
@@ -178,18 +173,23 @@ static int handler_add(MPI_Comm comm, MPI_Errhandler eh,
 int ftw_obj_failhandler_set(const MPI_Win *win, const MPI_File *file,
                             MPI_Comm members, MPI_Errhandler errhandler)
 {
+    static const char *const maker[3] = {
+        "MPI_Comm_create_errhandler", "MPI_Win_create_errhandler",
+        "MPI_File_create_errhandler",
+    };
+    int kind = win != NULL ? 1 : file != NULL ? 2 : 0, i, rc;
     eh_entry_t *e = NULL;
     ftw_comm_t *c = ftw_comm_get(members);
-    int i, rc;
+    handler_t *h;
 
     if (c == NULL)
-        return win != NULL ? MPI_ERR_WIN : MPI_ERR_FILE;
+        return kind == 1 ? MPI_ERR_WIN : kind == 2 ? MPI_ERR_FILE
+                                                   : MPI_ERR_COMM;
     if (errhandler != FTW_FAILHANDLER_NULL) {
         e = eh_find(errhandler);
-        if (e == NULL || (win != NULL ? e->wfn == NULL : e->ffn == NULL)) {
-            ftw_error("the error handler was not made by %s",
-                      win != NULL ? "MPI_Win_create_errhandler"
-                                  : "MPI_File_create_errhandler");
+        if (e == NULL || (kind == 0 && e->fn == NULL) ||
+            (kind == 1 && e->wfn == NULL) || (kind == 2 && e->ffn == NULL)) {
+            ftw_error("the error handler was not made by %s", maker[kind]);
             return MPI_ERR_ARG;
         }
     }
@@ -199,15 +199,20 @@ int ftw_obj_failhandler_set(const MPI_Win *win, const MPI_File *file,
     if (e == NULL)
         return MPI_SUCCESS;
     fh_mode_frozen = 1;
-    rc = handler_add(members, errhandler, NULL, c);
-    if (rc == MPI_SUCCESS && win != NULL) {
-        handlers[nhandlers - 1].win = *win;
-        handlers[nhandlers - 1].wfn = e->wfn;
-    } else if (rc == MPI_SUCCESS) {
-        handlers[nhandlers - 1].file = *file;
-        handlers[nhandlers - 1].ffn = e->ffn;
+    rc = handler_add(members, errhandler, c);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    h = &handlers[nhandlers - 1];
+    if (kind == 1) {
+        h->win = *win;
+        h->wfn = e->wfn;
+    } else if (kind == 2) {
+        h->file = *file;
+        h->ffn = e->ffn;
+    } else {
+        h->fn = e->fn;
     }
-    return rc;
+    return MPI_SUCCESS;
 }
 
 MPI_Errhandler ftw_obj_failhandler_get(MPI_Comm members)
@@ -220,42 +225,18 @@ MPI_Errhandler ftw_obj_failhandler_get(MPI_Comm members)
 FTW_EXPORT int FTW_Comm_set_failhandler(MPI_Comm comm,
                                         MPI_Errhandler errhandler)
 {
-    MPI_Comm_errhandler_function *fn = NULL;
-    ftw_comm_t *c;
-    int i;
-
     ftw_wrap_check();
-    c = ftw_comm_get(comm);
-    if (c == NULL)
-        return MPI_ERR_COMM;
-    if (errhandler != FTW_FAILHANDLER_NULL) {
-        fn = eh_function(errhandler);
-        if (fn == NULL) {
-            ftw_error("the error handler was not "
-                      "made by MPI_Comm_create_errhandler");
-            return MPI_ERR_ARG;
-        }
-    }
-    i = handler_index(comm);
-    if (i >= 0)
-        handler_remove(i);
-    if (fn == NULL)
-        return MPI_SUCCESS;
-    fh_mode_frozen = 1;
-    return handler_add(comm, errhandler, fn, c);
+    return ftw_obj_failhandler_set(NULL, NULL, comm, errhandler);
 }
 
 FTW_EXPORT int FTW_Comm_get_failhandler(MPI_Comm comm,
                                         MPI_Errhandler *errhandler)
 {
-    int i;
-
     if (errhandler == NULL)
         return MPI_ERR_ARG;
     if (ftw_comm_get(comm) == NULL)
         return MPI_ERR_COMM;
-    i = handler_index(comm);
-    *errhandler = i >= 0 ? handlers[i].eh : FTW_FAILHANDLER_NULL;
+    *errhandler = ftw_obj_failhandler_get(comm);
     return MPI_SUCCESS;
 }
 

@@ -74,7 +74,7 @@ int ftw_file_coll(const char *name, MPI_File fh, int barrier,
         return 0;
     *native = f->native;
     if (file_invalid(f) ||
-        (barrier && ftw_members_barrier(f->comm, name) != MPI_SUCCESS)) {
+        (barrier && ftw_barrier_watched(f->comm, name) != MPI_SUCCESS)) {
         *rc = ftw_raise_file(fh, FTW_ERR_PROC_FAIL_STOP, name);
         return 1;
     }

@@ -58,11 +58,12 @@ int ftw_win_create_errhandler(MPI_Win_errhandler_function *fn,
                               MPI_Errhandler *eh);
 int ftw_file_create_errhandler(MPI_File_errhandler_function *fn,
                                MPI_Errhandler *eh);
-/* A window's (win not NULL) or a file's failure handler, kept under its
- * members' communicator (members.c's duplicate, whose release forgets
- * it): called as fn(win, &code) or fn(file, &code).  MPI_ERR_ARG for a
- * handler not made by MPI_Win_create_errhandler or
- * MPI_File_create_errhandler. */
+/* Register errhandler (FTW_FAILHANDLER_NULL: remove the handler) for the
+ * failures of members: a communicator's own (win and file NULL), called
+ * as fn(&comm, &code); or a window's or a file's, kept under its members'
+ * communicator (members.c's duplicate, whose release forgets it), called
+ * as fn(win, &code) or fn(file, &code).  MPI_ERR_ARG for a handler not
+ * made by the matching MPI_*_create_errhandler. */
 int ftw_obj_failhandler_set(const MPI_Win *win, const MPI_File *file,
                             MPI_Comm members, MPI_Errhandler errhandler);
 MPI_Errhandler ftw_obj_failhandler_get(MPI_Comm members);

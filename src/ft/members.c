@@ -20,17 +20,6 @@ MPI_Comm ftw_members_dup(ftw_coll_t *co)
     return dup;
 }
 
-int ftw_members_barrier(MPI_Comm members, const char *name)
-{
-    ftw_coll_t co;
-
-    if (ftw_coll_begin(&co, name, members))
-        return co.rc;
-    if (co.rotated)
-        return ftw_coll_wait(&co, ftw_xcoll_ibarrier(&co, &co.req));
-    return ftw_coll_wait(&co, PMPI_Ibarrier(co.native, &co.req));
-}
-
 int ftw_members_invalid(MPI_Comm members, const int *surv_of,
                         uint32_t *epoch_checked, int *invalid)
 {

@@ -17,10 +17,6 @@
  * creation's child id; MPI_COMM_NULL if it could not be made. */
 MPI_Comm ftw_members_dup(ftw_coll_t *co);
 
-/* A watched barrier over the members: MPI_SUCCESS when every one came,
- * an error (not raised) when one failed. */
-int ftw_members_barrier(MPI_Comm members, const char *name);
-
 /* 1 if a member still in the object failed (surv_of: NULL, or -1 for the
  * members a validate excluded); computed again only when the failure
  * epoch moved since *epoch_checked. */

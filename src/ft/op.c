@@ -182,12 +182,12 @@ int ftw_raise(MPI_Comm comm, int code, const char *name, int peer)
     if (comm == MPI_COMM_NULL ||
         PMPI_Comm_get_errhandler(comm, &eh) != MPI_SUCCESS)
         return code;
+    /* A fatal handler's message names the failed rank. */
     c = peer >= 0 && is_fatal(eh) ? ftw_comm_get(comm) : NULL;
-    if (c != NULL && peer < c->size)
-        snprintf(what, sizeof(what), "%s: rank %d of the communicator "
-                 "(world rank %d) failed", name, peer, c->peer_world[peer]);
-    else
-        snprintf(what, sizeof(what), "%s", name);
+    if (c == NULL || peer >= c->size)
+        return raise_with(eh, code, name, call_comm, &comm);
+    snprintf(what, sizeof(what), "%s: rank %d of the communicator (world "
+             "rank %d) failed", name, peer, c->peer_world[peer]);
     return raise_with(eh, code, what, call_comm, &comm);
 }
 

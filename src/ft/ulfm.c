@@ -363,10 +363,10 @@ static int shrink_tag(const ftw_comm_t *c)
  * lowest survivor.  Only survivors take part in either call. */
 static int shrink_inter(ftw_comm_t *c, MPI_Comm *newcomm)
 {
-    int n = ftw_agree_members(c), first = ftw_agree_local_first(c);
+    int n = ftw_agree_members(c);
     int *world = malloc(sizeof(int) * (size_t)(2 * n + 1)), *keep;
     uint8_t *failed = malloc((size_t)n + 1);
-    int nkeep = 0, remote_leader = -1, rc, flag, tag, lo, nlo;
+    int nkeep = 0, remote_leader = -1, rc, flag, tag, lo;
     MPI_Group wg, g;
     MPI_Comm local = MPI_COMM_NULL, nc = MPI_COMM_NULL;
 
@@ -376,17 +376,15 @@ static int shrink_inter(ftw_comm_t *c, MPI_Comm *newcomm)
         return ftw_raise(c->user, MPI_ERR_NO_MEM, "MPIX_Comm_shrink", -1);
     }
     keep = world + n;
-    ftw_agree_member_list(c, world);
+    /* This process's group: [lo, lo + nlocal) of the member list. */
+    lo = ftw_agree_member_list(c, world) - c->rank;
     tag = shrink_tag(c);
     ftw_pending_finish_all();
     rc = ftw_agree(c, NULL, 1, failed, &flag);
-    /* This process's group: [lo, lo + nlo) of the member list. */
-    lo = first ? 0 : c->size;
-    nlo = c->nlocal;
     for (int i = 0; rc == MPI_SUCCESS && i < n; i++) {
         if (failed[i] & 1)
             continue;
-        if (i >= lo && i < lo + nlo)
+        if (i >= lo && i < lo + c->nlocal)
             keep[nkeep++] = world[i];
         else if (remote_leader < 0)
             remote_leader = world[i];

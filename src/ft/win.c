@@ -67,14 +67,6 @@ static int win_invalid(ftw_win_t *w)
                                &w->invalid);
 }
 
-/* No failure known and no window made again: a call that waits for no
- * other process goes straight to the MPI (one relaxed load each). */
-static inline int win_fast(void)
-{
-    return ftw_quiet() &&
-           atomic_load_explicit(&ftw_win_moved, memory_order_relaxed) == 0;
-}
-
 static int win_fail(MPI_Win win, const char *name)
 {
     return ftw_raise_win(win, FTW_ERR_PROC_FAIL_STOP, name);
@@ -205,54 +197,43 @@ int ftw_win_fence(int assert_, MPI_Win win)
     w = win_find(win);
     if (w == NULL)
         return PMPI_Win_fence(assert_, win);
-    if (win_invalid(w) || ftw_members_barrier(w->comm, "MPI_Win_fence") != MPI_SUCCESS)
+    if (win_invalid(w) ||
+        ftw_barrier_watched(w->comm, "MPI_Win_fence") != MPI_SUCCESS)
         return win_fail(win, "MPI_Win_fence");
     return PMPI_Win_fence(assert_, w->native);
 }
 
+/* The synchronisations that wait for no other process go through
+ * ftw_win_rma like an RMA call (its fast path, the invalid window and the
+ * excluded target refused, the rank translated); one with no target
+ * names MPI_PROC_NULL. */
+#define WIN_ROUTE(name, target)                                             \
+    ftw_win_route_t rt;                                                     \
+                                                                            \
+    ftw_wrap_check();                                                       \
+    if (ftw_win_rma(&rt, name, win, target))                                \
+        return rt.rc
+
 int ftw_win_start(MPI_Group group, int assert_, MPI_Win win)
 {
-    ftw_win_t *w;
-
-    if (win_fast())
-        return PMPI_Win_start(group, assert_, win);
-    ftw_wrap_check();
-    w = win_find(win);
-    if (w == NULL)
-        return PMPI_Win_start(group, assert_, win);
-    if (win_invalid(w) || group_failed(w, group))
+    WIN_ROUTE("MPI_Win_start", MPI_PROC_NULL);
+    if (rt.w != NULL && group_failed(rt.w, group))
         return win_fail(win, "MPI_Win_start");
-    return PMPI_Win_start(group, assert_, w->native);
+    return PMPI_Win_start(group, assert_, rt.native);
 }
 
 int ftw_win_post(MPI_Group group, int assert_, MPI_Win win)
 {
-    ftw_win_t *w;
-
-    if (win_fast())
-        return PMPI_Win_post(group, assert_, win);
-    ftw_wrap_check();
-    w = win_find(win);
-    if (w == NULL)
-        return PMPI_Win_post(group, assert_, win);
-    if (win_invalid(w) || group_failed(w, group))
+    WIN_ROUTE("MPI_Win_post", MPI_PROC_NULL);
+    if (rt.w != NULL && group_failed(rt.w, group))
         return win_fail(win, "MPI_Win_post");
-    return PMPI_Win_post(group, assert_, w->native);
+    return PMPI_Win_post(group, assert_, rt.native);
 }
 
 int ftw_win_complete(MPI_Win win)
 {
-    ftw_win_t *w;
-
-    if (win_fast())
-        return PMPI_Win_complete(win);
-    ftw_wrap_check();
-    w = win_find(win);
-    if (w == NULL)
-        return PMPI_Win_complete(win);
-    if (win_invalid(w))
-        return win_fail(win, "MPI_Win_complete");
-    return PMPI_Win_complete(w->native);
+    WIN_ROUTE("MPI_Win_complete", MPI_PROC_NULL);
+    return PMPI_Win_complete(rt.native);
 }
 
 int ftw_win_wait(MPI_Win win)
@@ -280,136 +261,65 @@ int ftw_win_wait(MPI_Win win)
 
 int ftw_win_test(MPI_Win win, int *flag)
 {
-    ftw_win_t *w;
-
-    if (win_fast())
-        return PMPI_Win_test(win, flag);
-    ftw_wrap_check();
-    w = win_find(win);
-    if (w == NULL)
-        return PMPI_Win_test(win, flag);
-    if (win_invalid(w))
-        return win_fail(win, "MPI_Win_test");
-    return PMPI_Win_test(w->native, flag);
-}
-
-/* A call on one target (lock, unlock, flush): refused when the window is
- * invalid or the target was excluded; else its native rank. */
-static int target_route(ftw_win_t *w, MPI_Win win, int rank,
-                        const char *name, int *native_rank)
-{
-    if (win_invalid(w) ||
-        (*native_rank = win_rank(w, rank)) == FTW_EXCLUDED)
-        return win_fail(win, name);
-    return MPI_SUCCESS;
+    WIN_ROUTE("MPI_Win_test", MPI_PROC_NULL);
+    return PMPI_Win_test(rt.native, flag);
 }
 
 int ftw_win_lock(int lock_type, int rank, int assert_, MPI_Win win)
 {
-    ftw_win_t *w;
-    int r, rc;
-
-    if (win_fast())
-        return PMPI_Win_lock(lock_type, rank, assert_, win);
-    ftw_wrap_check();
-    w = win_find(win);
-    if (w == NULL)
-        return PMPI_Win_lock(lock_type, rank, assert_, win);
-    rc = target_route(w, win, rank, "MPI_Win_lock", &r);
-    return rc != MPI_SUCCESS ? rc :
-           PMPI_Win_lock(lock_type, r, assert_, w->native);
+    WIN_ROUTE("MPI_Win_lock", rank);
+    return PMPI_Win_lock(lock_type, rt.target, assert_, rt.native);
 }
 
 int ftw_win_unlock(int rank, MPI_Win win)
 {
-    ftw_win_t *w;
-    int r, rc;
-
-    if (win_fast())
-        return PMPI_Win_unlock(rank, win);
-    ftw_wrap_check();
-    w = win_find(win);
-    if (w == NULL)
-        return PMPI_Win_unlock(rank, win);
-    rc = target_route(w, win, rank, "MPI_Win_unlock", &r);
-    return rc != MPI_SUCCESS ? rc : PMPI_Win_unlock(r, w->native);
+    WIN_ROUTE("MPI_Win_unlock", rank);
+    return PMPI_Win_unlock(rt.target, rt.native);
 }
 
 int ftw_win_flush(int rank, MPI_Win win)
 {
-    ftw_win_t *w;
-    int r, rc;
-
-    if (win_fast())
-        return PMPI_Win_flush(rank, win);
-    ftw_wrap_check();
-    w = win_find(win);
-    if (w == NULL)
-        return PMPI_Win_flush(rank, win);
-    rc = target_route(w, win, rank, "MPI_Win_flush", &r);
-    return rc != MPI_SUCCESS ? rc : PMPI_Win_flush(r, w->native);
+    WIN_ROUTE("MPI_Win_flush", rank);
+    return PMPI_Win_flush(rt.target, rt.native);
 }
 
 int ftw_win_flush_local(int rank, MPI_Win win)
 {
-    ftw_win_t *w;
-    int r, rc;
-
-    if (win_fast())
-        return PMPI_Win_flush_local(rank, win);
-    ftw_wrap_check();
-    w = win_find(win);
-    if (w == NULL)
-        return PMPI_Win_flush_local(rank, win);
-    rc = target_route(w, win, rank, "MPI_Win_flush_local", &r);
-    return rc != MPI_SUCCESS ? rc : PMPI_Win_flush_local(r, w->native);
+    WIN_ROUTE("MPI_Win_flush_local", rank);
+    return PMPI_Win_flush_local(rt.target, rt.native);
 }
-
-/* A call on every member (lock_all, flush_all...): refused when the
- * window is invalid. */
-#define WIN_ALL(fn, name, ...)                                              \
-    do {                                                                    \
-        ftw_win_t *w_;                                                      \
-                                                                            \
-        if (win_fast())                                                     \
-            return fn(__VA_ARGS__ win);                                     \
-        ftw_wrap_check();                                                   \
-        w_ = win_find(win);                                                 \
-        if (w_ == NULL)                                                     \
-            return fn(__VA_ARGS__ win);                                     \
-        if (win_invalid(w_))                                                \
-            return win_fail(win, name);                                     \
-        return fn(__VA_ARGS__ w_->native);                                  \
-    } while (0)
 
 int ftw_win_lock_all(int assert_, MPI_Win win)
 {
-    WIN_ALL(PMPI_Win_lock_all, "MPI_Win_lock_all", assert_,);
+    WIN_ROUTE("MPI_Win_lock_all", MPI_PROC_NULL);
+    return PMPI_Win_lock_all(assert_, rt.native);
 }
 
 int ftw_win_unlock_all(MPI_Win win)
 {
-    WIN_ALL(PMPI_Win_unlock_all, "MPI_Win_unlock_all");
+    WIN_ROUTE("MPI_Win_unlock_all", MPI_PROC_NULL);
+    return PMPI_Win_unlock_all(rt.native);
 }
 
 int ftw_win_flush_all(MPI_Win win)
 {
-    WIN_ALL(PMPI_Win_flush_all, "MPI_Win_flush_all");
+    WIN_ROUTE("MPI_Win_flush_all", MPI_PROC_NULL);
+    return PMPI_Win_flush_all(rt.native);
 }
 
 int ftw_win_flush_local_all(MPI_Win win)
 {
-    WIN_ALL(PMPI_Win_flush_local_all, "MPI_Win_flush_local_all");
+    WIN_ROUTE("MPI_Win_flush_local_all", MPI_PROC_NULL);
+    return PMPI_Win_flush_local_all(rt.native);
 }
 
+/* Local: on the native window, even an invalid one. */
 int ftw_win_sync(MPI_Win win)
 {
-    ftw_win_t *w;
+    ftw_win_t *w = atomic_load_explicit(&ftw_win_moved,
+                                        memory_order_relaxed) == 0 ?
+                   NULL : win_find(win);
 
-    if (win_fast())
-        return PMPI_Win_sync(win);
-    ftw_wrap_check();
-    w = win_find(win);
     return PMPI_Win_sync(w != NULL ? w->native : win);
 }
 
@@ -446,7 +356,8 @@ int ftw_win_free(MPI_Win *win)
      * the native windows stay with the MPI (and with them the memory of
      * an allocated one, which a dead member's transfer might still
      * write), and the handle is released here. */
-    if (!win_invalid(w) && ftw_members_barrier(w->comm, "MPI_Win_free") == MPI_SUCCESS)
+    if (!win_invalid(w) &&
+        ftw_barrier_watched(w->comm, "MPI_Win_free") == MPI_SUCCESS)
         rc = PMPI_Win_free(&w->native);
     else
         ftw_info("MPI_Win_free: a member failed; the window is released "

@@ -74,7 +74,8 @@ static void xgroup_add(MPI_Comm inter, const xjob_entry_t *remote, int n)
 
 void ftw_xjob_exchange(MPI_Comm inter, const char *name)
 {
-    xjob_entry_t mine = { .host = ftw_detect_host(), .pid = (int32_t)getpid() };
+    xjob_entry_t mine = { .host = ftw_detect_host(),
+                          .pid = (int32_t)getpid() };
     xjob_entry_t *remote;
     MPI_Request req = MPI_REQUEST_NULL;
     int is_inter = 0, n = 0;
