@@ -358,6 +358,12 @@ def body_comm_create(f):
     elif rules.WATCHED_SPLIT in f.attrs:
         n = shape(f, [COMM, "int", "int", r"MPI_Comm \*"])
         native = "ftw_create_split(&co, %s, %s, %s)" % (n[1], n[2], out)
+    elif f.name == "MPI_Intercomm_create":
+        # The local leader is a rank of local_comm: its survivor rank when
+        # local_comm runs on its survivors.
+        n = shape(f, [COMM, "int", COMM, "int", "int", r"MPI_Comm \*"])
+        native = call_with(f, f.pname, {
+            parent: "co.native", n[1]: "ftw_coll_rank_of(&co, %s)" % n[1]})
     else:
         native = call_with(f, f.pname, {parent: "co.native"})
     return ("    ftw_coll_t co;\n    int rc;\n\n"

@@ -116,9 +116,12 @@ RULES = [
     (r"MPI_(Comm_dup|Comm_dup_with_info)", "comm_create",
      {BLOCKS, COLLECTIVE, CREATES_COMM, AGREE, WATCHED_DUP}),
     (r"MPI_(Cart_create|Cart_sub|Graph_create|"
-     r"Dist_graph_create|Dist_graph_create_adjacent|Intercomm_create|"
-     r"Intercomm_merge)", "comm_create",
+     r"Dist_graph_create|Dist_graph_create_adjacent)", "comm_create",
      {BLOCKS, COLLECTIVE, CREATES_COMM, AGREE}),
+    # Their result numbers its processes afresh: after a validate that
+    # excluded processes, it holds the survivors.
+    (r"MPI_(Intercomm_create|Intercomm_merge)", "comm_create",
+     {BLOCKS, COLLECTIVE, CREATES_COMM, AGREE, ANY_RANKS}),
     (r"MPI_(Comm_accept|Comm_connect|Comm_spawn|Comm_spawn_multiple|"
      r"Comm_join|Comm_create_from_group|Intercomm_create_from_groups)",
      "comm_create", {BLOCKS, COLLECTIVE, CREATES_COMM}),

@@ -131,10 +131,18 @@ int FTW_Comm_reenable_any_source(MPI_Comm comm, MPI_Group *failed_group);
  * failed ranks in gather/scatter/alltoall buffers are left untouched.
  * Point-to-point traffic is not affected.  Communicator creation on comm
  * afterwards: MPI_Comm_split, MPI_Comm_split_type, MPI_Comm_create and
- * MPI_Comm_create_group work over the survivors; calls that depend on
- * rank numbers (dup, topologies) fail with FTW_ERR_PROC_FAIL_STOP.
- * Errors: MPI_ERR_ARG, MPI_ERR_COMM (an intercommunicator, or one ftwrap
- * did not see made), MPI_ERR_NO_MEM.
+ * MPI_Comm_create_group work over the survivors, and so do
+ * MPI_Intercomm_create and MPI_Intercomm_merge (numbered afresh); calls
+ * that depend on rank numbers (dup, topologies) fail with
+ * FTW_ERR_PROC_FAIL_STOP.
+ * On an intercommunicator of one job the agreement spans both groups,
+ * *failed_group holds the failed processes of both (as processes, not
+ * ranks of one group), and the collectives afterwards run over both
+ * groups' survivors with the remote group's rank numbers and layouts
+ * (MPI_Reduce_scatter[_block] there, whose counts follow the local group,
+ * fails with MPI_ERR_UNSUPPORTED_OPERATION once processes were excluded).
+ * Errors: MPI_ERR_ARG, MPI_ERR_COMM (an intercommunicator between two
+ * jobs, or a communicator ftwrap did not see made), MPI_ERR_NO_MEM.
  */
 int FTW_Comm_validate(MPI_Comm comm, MPI_Group *failed_group);
 
@@ -272,8 +280,10 @@ int FTW_Failhandler_get_mode(int *mode);
  * discarded, and nothing sent before the drain can be matched after it.
  * Processes the drain found failed are out of comm's point-to-point
  * traffic from then on (FTW_ERR_PROC_FAIL_STOP at once).
- * Errors: MPI_ERR_COMM (an intercommunicator, or one ftwrap did not see
- * made), MPI_ERR_NO_MEM.
+ * On an intercommunicator of one job the traffic moves to one of both
+ * groups' survivors.
+ * Errors: MPI_ERR_COMM (an intercommunicator between two jobs, or a
+ * communicator ftwrap did not see made), MPI_ERR_NO_MEM.
  *
  * FTW_Icomm_drain_all - the same as a nonblocking call; the drain takes
  * effect when *request completes.

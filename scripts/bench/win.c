@@ -2,8 +2,9 @@
  * win - what ftwrap's window synchronisations cost against the MPI's own,
  * in one job: epochs of one MPI_Put (8 B to 1 MiB) to the next rank,
  * closed by MPI_Win_fence (ftwrap: a watched barrier, then the MPI's
- * fence), by MPI_Win_lock/unlock, and by MPI_Win_flush under one
- * MPI_Win_lock_all, in alternating blocks of PMPI_ (the MPI's own) and
+ * fence), by MPI_Win_lock/unlock, by MPI_Win_flush under one
+ * MPI_Win_lock_all, and by post/start/complete/wait (each rank the
+ * previous one's target; ftwrap: a note from post to start), in alternating blocks of PMPI_ (the MPI's own) and
  * MPI_ (ftwrap's) calls on the same window.  Prints "win <mode> <bytes>
  * <native_us> <ftwrap_us> <ftwrap/native>", medians; the ratio is the
  * median of each block's ratio to the native block next to it.
@@ -17,7 +18,9 @@
 #define MAXB (1 << 20)
 #define MAXREPS 100
 
-enum { FENCE, LOCK, FLUSH, NMODES };
+enum { FENCE, LOCK, FLUSH, PSCW, NMODES };
+
+static MPI_Group to_g, from_g;    /* PSCW: the target, the origin */
 
 typedef int (*put_fn)(const void *, int, MPI_Datatype, int, MPI_Aint, int,
                       MPI_Datatype, MPI_Win);
@@ -50,6 +53,15 @@ static double block(int mode, int ftw, MPI_Win win, const char *src,
             rc = put(src, bytes, MPI_BYTE, to, 0, bytes, MPI_BYTE, win);
             rc |= ftw ? MPI_Win_flush(to, win) : PMPI_Win_flush(to, win);
             break;
+        case PSCW:
+            rc = ftw ? MPI_Win_post(from_g, 0, win)
+                     : PMPI_Win_post(from_g, 0, win);
+            rc |= ftw ? MPI_Win_start(to_g, 0, win)
+                      : PMPI_Win_start(to_g, 0, win);
+            rc |= put(src, bytes, MPI_BYTE, to, 0, bytes, MPI_BYTE, win);
+            rc |= ftw ? MPI_Win_complete(win) : PMPI_Win_complete(win);
+            rc |= ftw ? MPI_Win_wait(win) : PMPI_Win_wait(win);
+            break;
         }
     }
     t0 = (PMPI_Wtime() - t0) * 1e6 / iters;
@@ -62,8 +74,10 @@ static double block(int mode, int ftw, MPI_Win win, const char *src,
 
 int main(int argc, char **argv)
 {
-    static const char *const names[NMODES] = { "fence", "lock", "flush" };
-    int reps = 11, size, to;
+    static const char *const names[NMODES] = { "fence", "lock", "flush",
+                                                 "pscw" };
+    int reps = 11, size, to, from;
+    MPI_Group world_g;
     char *src, *mem;
     MPI_Win win;
 
@@ -81,6 +95,11 @@ int main(int argc, char **argv)
     memset(src, rank + 1, MAXB);
     MPI_Win_allocate(MAXB, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
     to = (rank + 1) % size;
+    from = (rank + size - 1) % size;
+    MPI_Comm_group(MPI_COMM_WORLD, &world_g);
+    MPI_Group_incl(world_g, 1, &to, &to_g);
+    MPI_Group_incl(world_g, 1, &from, &from_g);
+    MPI_Group_free(&world_g);
     MPI_Win_fence(0, win);
     for (int mode = 0; mode < NMODES; mode++)
         for (int bytes = 8; bytes <= MAXB; bytes *= 32) {
@@ -101,6 +120,8 @@ int main(int argc, char **argv)
         }
     MPI_Win_fence(0, win);
     MPI_Win_free(&win);
+    MPI_Group_free(&to_g);
+    MPI_Group_free(&from_g);
     free(src);
     MPI_Finalize();
     return 0;

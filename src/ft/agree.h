@@ -94,6 +94,10 @@ void ftw_pending_finish_all(void);
 /* The communicator's record, checked fit for an agreement, and a
  * c->size + 1 byte array for its decision. */
 int ftw_agree_prepare(MPI_Comm comm, ftw_comm_t **c_p, uint8_t **failed_p);
+/* The same, also for an intercommunicator of one job, whose decision
+ * array covers both groups (ftw_agree_members + 1 bytes). */
+int ftw_agree_prepare_inter(MPI_Comm comm, ftw_comm_t **c_p,
+                            uint8_t **failed_p);
 
 /* Blocking: start, progress until decided, give the result, free. */
 int ftw_agree(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,

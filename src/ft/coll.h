@@ -240,6 +240,12 @@ static inline int ftw_coll_rank(const ftw_coll_t *co, int r)
     return r >= 0 && r < co->c->size ? co->c->surv_of[r] : -1;
 }
 
+/* r as a rank of co->native: translated when that holds the survivors. */
+static inline int ftw_coll_rank_of(const ftw_coll_t *co, int r)
+{
+    return co->c != NULL && co->rotated ? ftw_coll_rank(co, r) : r;
+}
+
 /* ---- translated collectives (coll_x.c) ----------------------------------
  * Each posts the nonblocking native collective on co->native for the
  * surviving ranks and stores any memory it must keep in co->owned.  Ranks

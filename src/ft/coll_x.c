@@ -47,14 +47,31 @@ static int xcoll_done(ftw_coll_t *co, int rc)
     return rc;
 }
 
-/* The survivor rank of root, or -1 (logged) if it was excluded. */
+#define XROOT_OUT INT_MIN       /* xcoll_root: the root was excluded */
+
+/* The survivor rank of root, or XROOT_OUT (logged) if it was excluded; an
+ * intercommunicator's MPI_ROOT and MPI_PROC_NULL stay. */
 static int xcoll_root(const ftw_coll_t *co, int root)
 {
-    int sroot = ftw_coll_rank(co, root);
+    int sroot;
 
-    if (sroot < 0)
-        ftw_debug("%s: root %d was excluded as failed", co->name, root);
-    return sroot;
+    if (co->c->is_inter && (root == MPI_ROOT || root == MPI_PROC_NULL))
+        return root;
+    sroot = ftw_coll_rank(co, root);
+    if (sroot >= 0)
+        return sroot;
+    ftw_debug("%s: root %d was excluded as failed", co->name, root);
+    return XROOT_OUT;
+}
+
+/* Reduce-scatter over an intercommunicator's survivors: its counts are
+ * indexed by the local group, whose exclusions this layer does not
+ * translate. */
+static int xcoll_inter_unsupported(const ftw_coll_t *co)
+{
+    ftw_error("%s on an intercommunicator after a validate that excluded "
+              "processes is not supported", co->name);
+    return MPI_ERR_UNSUPPORTED_OPERATION;
 }
 
 /* ---- layouts ----------------------------------------------------------- */
@@ -360,7 +377,7 @@ int ftw_xcoll_ibcast(ftw_coll_t *co, void *buf, int count, MPI_Datatype dt,
 {
     int sroot = xcoll_root(co, root);
 
-    if (sroot < 0)
+    if (sroot == XROOT_OUT)
         return FTW_ERR_PROC_FAIL_STOP;
     return PMPI_Ibcast(buf, count, dt, sroot, co->native, req);
 }
@@ -372,7 +389,7 @@ int ftw_xcoll_ireduce(ftw_coll_t *co, const void *sbuf, void *rbuf,
 {
     int sroot = xcoll_root(co, root);
 
-    if (sroot < 0)
+    if (sroot == XROOT_OUT)
         return FTW_ERR_PROC_FAIL_STOP;
     return PMPI_Ireduce(sbuf, rbuf, count, dt, op, sroot, co->native, req);
 }
@@ -407,7 +424,7 @@ static int root_layout(ftw_coll_t *co, int root, const int counts[],
 {
     int n = co->c->nsurv, *a, rc = MPI_SUCCESS;
 
-    if (co->c->rank != root)
+    if (co->c->is_inter ? root != MPI_ROOT : co->c->rank != root)
         return MPI_SUCCESS;
     a = owned_ints(co, 2 * n);
     if (a == NULL)
@@ -430,7 +447,7 @@ static int gather_post(ftw_coll_t *co, const void *sbuf, int scount,
 {
     int sroot = xcoll_root(co, root), *a = NULL, rc;
 
-    if (sroot < 0)
+    if (sroot == XROOT_OUT)
         return FTW_ERR_PROC_FAIL_STOP;
     rc = root_layout(co, root, rcounts, displs, rcount, &a);
     if (rc == MPI_SUCCESS)
@@ -466,7 +483,7 @@ static int scatter_post(ftw_coll_t *co, const void *sbuf,
 {
     int sroot = xcoll_root(co, root), *a = NULL, rc;
 
-    if (sroot < 0)
+    if (sroot == XROOT_OUT)
         return FTW_ERR_PROC_FAIL_STOP;
     rc = root_layout(co, root, scounts, displs, scount, &a);
     if (rc == MPI_SUCCESS)
@@ -607,6 +624,8 @@ int ftw_xcoll_ireduce_scatter(ftw_coll_t *co, const void *sbuf, void *rbuf,
     void *buf;
     int *counts, s, rc;
 
+    if (co->c->is_inter)
+        return xcoll_inter_unsupported(co);
     rc = blocks_init(&b, rcounts, 0, dt);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -628,6 +647,8 @@ int ftw_xcoll_ireduce_scatter_block(ftw_coll_t *co, const void *sbuf,
     void *buf;
     int *unused, rc;
 
+    if (co->c->is_inter)
+        return xcoll_inter_unsupported(co);
     rc = blocks_init(&b, NULL, rcount, dt);
     if (rc != MPI_SUCCESS)
         return rc;

@@ -108,6 +108,7 @@ static void comm_free_record(ftw_comm_t *c)
     free(c->local_world);
     free(c->surv);
     free(c->surv_of);
+    free(c->local_out);
     free(c->p2p_of);
     free(c->p2p_user);
     free(c->peer_drain_seq);
@@ -508,6 +509,10 @@ void ftw_comm_refresh(ftw_comm_t *c)
         r = c->surv_of != NULL ? world_index(c->peer_world, c->size, w) : -1;
         if (r >= 0 && c->surv_of[r] < 0)
             continue;
+        r = c->local_out != NULL ?
+            world_index(c->local_world, c->nlocal, w) : -1;
+        if (r >= 0 && c->local_out[r])
+            continue;
         c->coll_active = 0;
         c->coll_gen++;
     }
@@ -586,6 +591,44 @@ ftw_status_t ftw_comm_failed_local_group(ftw_comm_t *c, MPI_Group *group_p)
 
     PMPI_Comm_group(c->user, &all);
     return failed_of(c, c->local_world, c->nlocal, all, group_p);
+}
+
+int ftw_inter_survivors(const uint8_t *failed, const int *world, int n,
+                        int lo, int nlocal, int tag, MPI_Comm *newcomm_p)
+{
+    int *keep = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    int nkeep = 0, remote_leader = -1, rc = MPI_SUCCESS;
+    MPI_Group wg, g;
+    MPI_Comm local = MPI_COMM_NULL;
+
+    if (keep == NULL)
+        return MPI_ERR_NO_MEM;
+    for (int i = 0; i < n; i++) {
+        if (failed[i] & 1)
+            continue;
+        if (i >= lo && i < lo + nlocal)
+            keep[nkeep++] = world[i];
+        else if (remote_leader < 0)
+            remote_leader = world[i];
+    }
+    if (remote_leader < 0) {
+        ftw_error("every process of the remote group failed");
+        rc = FTW_ERR_PROC_FAIL_STOP;
+    }
+    if (rc == MPI_SUCCESS) {
+        PMPI_Comm_group(ftw_ctl_comm, &wg);
+        PMPI_Group_incl(wg, nkeep, keep, &g);
+        rc = PMPI_Comm_create_group(ftw_ctl_comm, g, tag, &local);
+        PMPI_Group_free(&g);
+        PMPI_Group_free(&wg);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = PMPI_Intercomm_create(local, 0, ftw_ctl_comm, remote_leader,
+                                   tag, newcomm_p);
+        PMPI_Comm_free(&local);
+    }
+    free(keep);
+    return rc;
 }
 
 int ftw_comm_create_survivors(ftw_comm_t *c, const uint8_t *failed,

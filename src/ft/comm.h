@@ -66,6 +66,8 @@ typedef struct ftw_comm {
                              * while nothing was excluded */
     int *surv_of;           /* [size] survivor rank of each comm rank, -1 if
                              * excluded; NULL while nothing was excluded */
+    uint8_t *local_out;     /* [nlocal] an intercommunicator's local ranks
+                             * a validate excluded; NULL if none */
     int coll_active;        /* 0 after a failure until validate */
     uint32_t coll_gen;      /* bumped when collectives are cut off */
     int nvalidated;         /* nfailed at the last validate */
@@ -178,6 +180,17 @@ static inline void ftw_status_to_user(const int *p2p_user, int n,
         status->MPI_SOURCE >= 0 && status->MPI_SOURCE < n)
         status->MPI_SOURCE = p2p_user[status->MPI_SOURCE];
 }
+
+/* An intercommunicator of the survivors of both groups of c (an
+ * intercommunicator of one job): failed[] over the agreement's member list
+ * world[] (ftw_agree_member_list), whose [lo, lo + c->nlocal) is this
+ * process's group, bit 0 set for a failed one.  Each group's survivors
+ * make a communicator on the control channel (MPI_Comm_create_group with
+ * tag: only they call it), joined by MPI_Intercomm_create between each
+ * group's first survivor in member order.  FTW_ERR_PROC_FAIL_STOP if a
+ * whole group failed. */
+int ftw_inter_survivors(const uint8_t *failed, const int *world, int n,
+                        int lo, int nlocal, int tag, MPI_Comm *newcomm_p);
 
 /* A native communicator of the ranks r of c with !(failed[r] & mask),
  * made by MPI_Comm_create_group on c with tag (only they call it). */

@@ -30,6 +30,7 @@ enum {
     FTW_CTL_TAG_RELEASE = 2,
     FTW_CTL_TAG_AGREE = 3,      /* agreements (agree.c) */
     FTW_CTL_TAG_REVOKE = 4,     /* revocation notices (revoke.c) */
+    FTW_CTL_TAG_POST = 5,       /* MPI_Win_post done (win.c) */
 };
 
 /* What every message about a communicator starts with. */

@@ -52,23 +52,34 @@ static void cancel_receives(ftw_req_t *e, void *arg)
  * FTW_ERR_DRAINED (ftw_req_completed). */
 
 /* Move c's point-to-point traffic to a new communicator of the processes
- * not in failed[]. */
+ * not in failed[] (over the agreement's member list: an intercommunicator
+ * gets one of both groups' survivors). */
 static int drain_move(ftw_comm_t *c, const uint8_t *failed)
 {
     MPI_Comm p2p;
     MPI_Errhandler eh;
     int *p2p_of = malloc(sizeof(int) * (size_t)c->size);
     int *p2p_user = malloc(sizeof(int) * (size_t)c->size);
-    int n = 0, rc = MPI_ERR_NO_MEM;
+    int *world = NULL, n = 0, rc = MPI_ERR_NO_MEM, lo = 0, rlo = 0;
 
+    if (c->is_inter) {
+        world = malloc(sizeof(int) * (size_t)(ftw_agree_members(c) + 1));
+        if (world == NULL)
+            goto out;
+        lo = ftw_agree_member_list(c, world) - c->rank;
+        rlo = lo == 0 ? c->nlocal : 0;
+    }
     if (!p2p_of || !p2p_user)
         goto out;
     for (int r = 0; r < c->size; r++) {
-        p2p_of[r] = failed[r] ? -1 : n;
-        if (!failed[r])
+        p2p_of[r] = failed[rlo + r] ? -1 : n;
+        if (!failed[rlo + r])
             p2p_user[n++] = r;
     }
-    rc = ftw_comm_create_survivors(c, failed, 0xff, TAG_DRAIN_COMM, &p2p);
+    rc = c->is_inter ?
+         ftw_inter_survivors(failed, world, ftw_agree_members(c), lo,
+                             c->nlocal, TAG_DRAIN_COMM, &p2p) :
+         ftw_comm_create_survivors(c, failed, 0xff, TAG_DRAIN_COMM, &p2p);
     if (rc != MPI_SUCCESS)
         goto out;
     /* Native errors on the new communicator reach the application's
@@ -98,6 +109,7 @@ static int drain_move(ftw_comm_t *c, const uint8_t *failed)
     c->p2p_n = n;
     p2p_of = p2p_user = NULL;
 out:
+    free(world);
     free(p2p_of);
     free(p2p_user);
     return rc;
@@ -124,7 +136,7 @@ FTW_EXPORT int FTW_Comm_drain_all(MPI_Comm comm)
     uint8_t *failed;
     int rc, flag;
 
-    rc = ftw_agree_prepare(comm, &c, &failed);
+    rc = ftw_agree_prepare_inter(comm, &c, &failed);
     if (rc != MPI_SUCCESS)
         return rc;
     ftw_pending_finish_all();

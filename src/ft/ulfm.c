@@ -364,48 +364,23 @@ static int shrink_tag(const ftw_comm_t *c)
 static int shrink_inter(ftw_comm_t *c, MPI_Comm *newcomm)
 {
     int n = ftw_agree_members(c);
-    int *world = malloc(sizeof(int) * (size_t)(2 * n + 1)), *keep;
+    int *world = malloc(sizeof(int) * (size_t)(n + 1));
     uint8_t *failed = malloc((size_t)n + 1);
-    int nkeep = 0, remote_leader = -1, rc, flag, tag, lo;
-    MPI_Group wg, g;
-    MPI_Comm local = MPI_COMM_NULL, nc = MPI_COMM_NULL;
+    int rc, flag, tag, lo;
+    MPI_Comm nc = MPI_COMM_NULL;
 
     if (world == NULL || failed == NULL) {
         free(world);
         free(failed);
         return ftw_raise(c->user, MPI_ERR_NO_MEM, "MPIX_Comm_shrink", -1);
     }
-    keep = world + n;
     /* This process's group: [lo, lo + nlocal) of the member list. */
     lo = ftw_agree_member_list(c, world) - c->rank;
     tag = shrink_tag(c);
     ftw_pending_finish_all();
     rc = ftw_agree(c, NULL, 1, failed, &flag);
-    for (int i = 0; rc == MPI_SUCCESS && i < n; i++) {
-        if (failed[i] & 1)
-            continue;
-        if (i >= lo && i < lo + c->nlocal)
-            keep[nkeep++] = world[i];
-        else if (remote_leader < 0)
-            remote_leader = world[i];
-    }
-    if (rc == MPI_SUCCESS && remote_leader < 0) {
-        ftw_error("MPIX_Comm_shrink: every process of the remote group "
-                  "failed");
-        rc = FTW_ERR_PROC_FAIL_STOP;
-    }
-    if (rc == MPI_SUCCESS) {
-        PMPI_Comm_group(ftw_ctl_comm, &wg);
-        PMPI_Group_incl(wg, nkeep, keep, &g);
-        rc = PMPI_Comm_create_group(ftw_ctl_comm, g, tag, &local);
-        PMPI_Group_free(&g);
-        PMPI_Group_free(&wg);
-    }
-    if (rc == MPI_SUCCESS) {
-        rc = PMPI_Intercomm_create(local, 0, ftw_ctl_comm, remote_leader,
-                                   tag, &nc);
-        PMPI_Comm_free(&local);
-    }
+    if (rc == MPI_SUCCESS)
+        rc = ftw_inter_survivors(failed, world, n, lo, c->nlocal, tag, &nc);
     free(world);
     free(failed);
     if (rc != MPI_SUCCESS)

@@ -108,6 +108,30 @@ void ftw_pending_finish_all(void)
     }
 }
 
+/* An intercommunicator of one job: its agreement runs over both groups
+ * on the job's channel. */
+static int inter_agrees(const ftw_comm_t *c)
+{
+    return c->is_inter && c->id != 0 && c->chan == NULL;
+}
+
+int ftw_agree_prepare_inter(MPI_Comm comm, ftw_comm_t **c_p,
+                            uint8_t **failed_p)
+{
+    ftw_comm_t *c;
+
+    ftw_wrap_check();
+    c = ftw_comm_get(comm);
+    if (c == NULL || !inter_agrees(c))
+        return ftw_agree_prepare(comm, c_p, failed_p);
+    *failed_p = malloc((size_t)ftw_agree_members(c) + 1);
+    if (*failed_p == NULL)
+        return MPI_ERR_NO_MEM;
+    ftw_comm_refresh(c);
+    *c_p = c;
+    return MPI_SUCCESS;
+}
+
 int ftw_agree_prepare(MPI_Comm comm, ftw_comm_t **c_p, uint8_t **failed_p)
 {
     ftw_comm_t *c;
@@ -130,6 +154,93 @@ int ftw_agree_prepare(MPI_Comm comm, ftw_comm_t **c_p, uint8_t **failed_p)
     return MPI_SUCCESS;
 }
 
+/* The processes failed[] marks among the member list world[] (world
+ * ranks: one job), as a group. */
+static void failed_world_group(const uint8_t *failed, const int *world,
+                               int n, MPI_Group *group)
+{
+    MPI_Group wg;
+    int *ranks = malloc(sizeof(int) * (size_t)(n ? n : 1)), nf = 0;
+
+    for (int i = 0; ranks != NULL && i < n; i++)
+        if (failed[i] & 1)
+            ranks[nf++] = world[i];
+    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+    PMPI_Group_incl(wg, nf, ranks ? ranks : &nf, group);
+    PMPI_Group_free(&wg);
+    free(ranks);
+}
+
+/*
+ * Validate of an intercommunicator of one job: the agreement runs over
+ * both groups (ftw_agree_members), and when it excluded processes the
+ * collectives move to an intercommunicator of both groups' survivors
+ * (ftw_inter_survivors): surv/surv_of translate the remote group's ranks
+ * (roots, rank-indexed buffers), local_out keeps the local group's
+ * exclusions from cutting the collectives off again.  The failed group
+ * holds the failed processes of both groups.
+ */
+static int validate_inter(ftw_comm_t *c, MPI_Group *failed_group)
+{
+    int n = ftw_agree_members(c), lo, flag, rc, nsurv = 0, rlo;
+    int *world = malloc(sizeof(int) * (size_t)(n + 1));
+    uint8_t *failed = malloc((size_t)n + 1);
+    int *surv = malloc(sizeof(int) * (size_t)(c->size + 1));
+    int *surv_of = malloc(sizeof(int) * (size_t)(c->size + 1));
+    uint8_t *local_out = malloc((size_t)c->nlocal + 1);
+    MPI_Comm coll = MPI_COMM_NULL;
+
+    rc = world && failed && surv && surv_of && local_out ? MPI_SUCCESS
+                                                        : MPI_ERR_NO_MEM;
+    if (rc != MPI_SUCCESS)
+        goto out;
+    lo = ftw_agree_member_list(c, world) - c->rank;
+    rlo = lo == 0 ? c->nlocal : 0;
+    ftw_pending_finish_all();
+    ftw_comm_refresh(c);
+    rc = ftw_agree(c, NULL, 1, failed, &flag);
+    if (rc != MPI_SUCCESS)
+        goto out;
+    for (int r = 0; r < c->size; r++) {
+        surv_of[r] = failed[rlo + r] & 1 ? -1 : nsurv;
+        if (surv_of[r] >= 0)
+            surv[nsurv++] = r;
+    }
+    for (int r = 0; r < c->nlocal; r++)
+        local_out[r] = failed[lo + r] & 1;
+    if (nsurv < c->size || memchr(local_out, 1, (size_t)c->nlocal) ||
+        !c->coll_active) {
+        uint64_t h = c->id * 0x9E3779B97F4A7C15ull + c->agree_seq;
+
+        rc = ftw_inter_survivors(failed, world, n, lo, c->nlocal,
+                                 TAG_SURVIVORS + (int)(h % 1000u), &coll);
+        if (rc != MPI_SUCCESS)
+            goto out;
+        PMPI_Comm_set_errhandler(coll, MPI_ERRORS_RETURN);
+        c->coll = coll;
+        c->nsurv = nsurv;
+        free(c->surv);
+        free(c->surv_of);
+        free(c->local_out);
+        c->surv = surv;
+        c->surv_of = surv_of;
+        c->local_out = local_out;
+        surv = surv_of = NULL;
+        local_out = NULL;
+    }
+    c->coll_active = 1;
+    c->coll_gen++;
+    ftw_stat_add(FTW_STAT_VALIDATES, 1);
+    failed_world_group(failed, world, n, failed_group);
+out:
+    free(world);
+    free(failed);
+    free(surv);
+    free(surv_of);
+    free(local_out);
+    return rc;
+}
+
 FTW_EXPORT int FTW_Comm_validate(MPI_Comm comm, MPI_Group *failed_group)
 {
     ftw_comm_t *c;
@@ -138,6 +249,11 @@ FTW_EXPORT int FTW_Comm_validate(MPI_Comm comm, MPI_Group *failed_group)
 
     if (failed_group == NULL)
         return MPI_ERR_ARG;
+    c = comm != MPI_COMM_NULL ? ftw_comm_get(comm) : NULL;
+    if (c != NULL && inter_agrees(c)) {
+        ftw_wrap_check();
+        return validate_inter(c, failed_group);
+    }
     rc = ftw_agree_prepare(comm, &c, &failed);
     if (rc != MPI_SUCCESS)
         return rc;

@@ -8,6 +8,7 @@
 
 #include "detect/detect.h"
 #include "ft/comm.h"
+#include "ft/ctl.h"
 #include "ft/ft.h"
 #include "ft/lock.h"
 #include "ft/members.h"
@@ -29,6 +30,7 @@ struct ftw_win {
     int nsurv;              /* members of native */
     int *surv_of;           /* [members] rank in native, -1 excluded;
                              * NULL: native is the original */
+    ftw_ctl_hdr_t post_note; /* sent by MPI_Win_post to each origin */
     UT_hash_handle hh;
 };
 
@@ -82,28 +84,41 @@ static int win_rank(const ftw_win_t *w, int r)
            w->surv_of[r] : FTW_EXCLUDED;
 }
 
+/* The members' ranks of group's processes (MPI_UNDEFINED for one not a
+ * member), *n of them; NULL when out of memory or group is null. */
+static int *group_members(ftw_win_t *w, MPI_Group group, int *n)
+{
+    MPI_Group all;
+    int *r, *in;
+
+    *n = 0;
+    if (group == MPI_GROUP_NULL)
+        return NULL;
+    PMPI_Group_size(group, n);
+    r = malloc(sizeof(int) * 2 * (size_t)(*n ? *n : 1));
+    if (r == NULL)
+        return NULL;
+    in = r + *n;
+    for (int i = 0; i < *n; i++)
+        r[i] = i;
+    PMPI_Comm_group(w->comm, &all);
+    PMPI_Group_translate_ranks(group, *n, r, all, in);
+    PMPI_Group_free(&all);
+    memmove(r, in, sizeof(int) * (size_t)*n);
+    return r;
+}
+
 /* 1 if a process of group (members of the window) failed. */
 static int group_failed(ftw_win_t *w, MPI_Group group)
 {
     ftw_comm_t *c = win_members(w);
-    MPI_Group all;
-    int n = 0, *r, *in, bad = 0;
+    int n, *in, bad = 0;
 
-    if (c == NULL || group == MPI_GROUP_NULL)
+    if (c == NULL || (in = group_members(w, group, &n)) == NULL)
         return 0;
-    PMPI_Group_size(group, &n);
-    r = malloc(sizeof(int) * 2 * (size_t)(n ? n : 1));
-    if (r == NULL)
-        return 0;
-    in = r + n;
-    for (int i = 0; i < n; i++)
-        r[i] = i;
-    PMPI_Comm_group(w->comm, &all);
-    PMPI_Group_translate_ranks(group, n, r, all, in);
-    PMPI_Group_free(&all);
     for (int i = 0; i < n && !bad; i++)
         bad = in[i] >= 0 && ftw_comm_peer_failed(c, in[i]);
-    free(r);
+    free(in);
     return bad;
 }
 
@@ -214,20 +229,137 @@ int ftw_win_fence(int assert_, MPI_Win win)
     if (ftw_win_rma(&rt, name, win, target))                                \
         return rt.rc
 
+/*
+ * Post/start: the MPI's MPI_Win_start waits inside the MPI for every
+ * target's MPI_Win_post, for ever when a target dies before it posts.
+ * So each post is announced to its origins on the control channel after
+ * the MPI's post returned, and MPI_Win_start first waits, watched, for
+ * the note of every target: once all came the MPI's start finds the posts
+ * made.  MPI_MODE_NOCHECK, which a program gives on both sides or
+ * neither, skips both.
+ */
+typedef struct {
+    uint64_t id;            /* the members' communicator id */
+    int from;               /* member rank of the poster; -1: any */
+} post_key_t;
+
+static int post_match(const ftw_ctl_hdr_t *hdr, void *arg)
+{
+    const post_key_t *k = arg;
+
+    return hdr->id == k->id && (k->from < 0 || hdr->round == k->from);
+}
+
+static void post_announce(ftw_win_t *w, MPI_Group group)
+{
+    ftw_comm_t *c = win_members(w);
+    MPI_Request *q;
+    int n, *to = c != NULL ? group_members(w, group, &n) : NULL;
+
+    if (to == NULL)
+        return;
+    q = malloc(sizeof(*q) * (size_t)(n ? n : 1));
+    if (q == NULL) {
+        ftw_error("MPI_Win_post: out of memory to tell the origins; their "
+                  "MPI_Win_start fails");
+        free(to);
+        return;
+    }
+    w->post_note.id = c->id;
+    w->post_note.round = c->rank;
+    for (int i = 0; i < n; i++) {
+        int r = to[i];
+
+        q[i] = MPI_REQUEST_NULL;
+        if (r < 0 || r == c->rank || ftw_comm_peer_failed(c, r))
+            to[i] = -1;
+        else if (ftw_ctl_isend(c->chan, r, c->peer_world[r], &w->post_note,
+                               (int)sizeof(w->post_note), FTW_CTL_TAG_POST,
+                               &q[i]) != MPI_SUCCESS)
+            to[i] = -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (to[i] >= 0)
+            ftw_ctl_send_finish(&q[i], c->peer_world[to[i]]);
+    free(q);
+    free(to);
+}
+
+/* Wait for every target's note; MPI_SUCCESS when all came, else the
+ * window's error (a target or another member failed first). */
+static int start_wait_posts(ftw_win_t *w, MPI_Group group, MPI_Win win)
+{
+    ftw_comm_t *c = win_members(w);
+    ftw_poll_t p;
+    int n, left = 0, *from = c != NULL ? group_members(w, group, &n) : NULL;
+
+    if (from == NULL)
+        return MPI_SUCCESS;     /* the MPI's start, unwatched */
+    for (int i = 0; i < n; i++) {
+        if (from[i] == c->rank)
+            from[i] = -1;
+        left += from[i] >= 0;
+    }
+    ftw_poll_init(&p);
+    while (left > 0) {
+        for (int i = 0; i < n; i++) {
+            post_key_t k = { c->id, from[i] };
+            ftw_ctl_msg_t *m;
+
+            if (from[i] < 0)
+                continue;
+            m = ftw_ctl_take(FTW_CTL_TAG_POST, post_match, &k);
+            if (m != NULL) {
+                free(m);
+                from[i] = -1;
+                left--;
+            }
+        }
+        if (left > 0 && win_invalid(w)) {
+            free(from);
+            return win_fail(win, "MPI_Win_start");
+        }
+        if (left > 0) {
+            ftw_poll_changed(&p);
+            ftw_poll_idle(&p);
+        }
+    }
+    free(from);
+    return MPI_SUCCESS;
+}
+
+/* Post and start pair their notes on every tracked window, so they never
+ * take the RMA fast path. */
 int ftw_win_start(MPI_Group group, int assert_, MPI_Win win)
 {
-    WIN_ROUTE("MPI_Win_start", MPI_PROC_NULL);
-    if (rt.w != NULL && group_failed(rt.w, group))
+    ftw_win_t *w;
+    int rc;
+
+    ftw_wrap_check();
+    if ((w = win_find(win)) == NULL)
+        return PMPI_Win_start(group, assert_, win);
+    if (win_invalid(w) || group_failed(w, group))
         return win_fail(win, "MPI_Win_start");
-    return PMPI_Win_start(group, assert_, rt.native);
+    if (!(assert_ & MPI_MODE_NOCHECK) &&
+        (rc = start_wait_posts(w, group, win)) != MPI_SUCCESS)
+        return rc;
+    return PMPI_Win_start(group, assert_, w->native);
 }
 
 int ftw_win_post(MPI_Group group, int assert_, MPI_Win win)
 {
-    WIN_ROUTE("MPI_Win_post", MPI_PROC_NULL);
-    if (rt.w != NULL && group_failed(rt.w, group))
+    ftw_win_t *w;
+    int rc;
+
+    ftw_wrap_check();
+    if ((w = win_find(win)) == NULL)
+        return PMPI_Win_post(group, assert_, win);
+    if (win_invalid(w) || group_failed(w, group))
         return win_fail(win, "MPI_Win_post");
-    return PMPI_Win_post(group, assert_, rt.native);
+    rc = PMPI_Win_post(group, assert_, w->native);
+    if (rc == MPI_SUCCESS && !(assert_ & MPI_MODE_NOCHECK))
+        post_announce(w, group);
+    return rc;
 }
 
 int ftw_win_complete(MPI_Win win)
@@ -326,6 +458,17 @@ int ftw_win_sync(MPI_Win win)
 static void win_forget(ftw_win_t *w)
 {
     MPI_Comm old = w->comm;
+    ftw_comm_t *c = ftw_comm_get(w->comm);
+    ftw_ctl_msg_t *m;
+
+    /* Notes of posts no start took (the program's or a dead origin's). */
+    if (c != NULL) {
+        post_key_t k = { c->id, -1 };
+
+        while ((m = ftw_ctl_take_parked(FTW_CTL_TAG_POST, post_match,
+                                        &k)) != NULL)
+            free(m);
+    }
 
     ftw_mt_lock(&win_lock);
     HASH_DEL(win_table, w);

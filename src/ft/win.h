@@ -13,6 +13,8 @@
  *   MPI_Win_fence      a watched barrier over the members first, then the
  *                      MPI's fence
  *   MPI_Win_wait       MPI_Win_test in ftwrap's polling loop
+ *   MPI_Win_start      waits, watched, for a note each target's
+ *                      MPI_Win_post sends on the control channel
  *   MPI_Win_free       a watched barrier first; after a failure the handle
  *                      is released here without the MPI's (collective)
  *                      free, which would wait for the dead
@@ -20,8 +22,9 @@
  *                      target failed
  *
  * A member that dies after the others passed the barrier, or while the
- * MPI waits inside a synchronisation for it (unlock, flush, start), still
- * hangs them: the MPIs have no call ftwrap could abandon there.
+ * MPI waits inside a synchronisation for it (MPICH's lock, flush,
+ * unlock), still hangs them: the MPIs have no call ftwrap could abandon
+ * there.
  *
  * FTW_Win_validate agrees on the failed members (FTW_Comm_validate over
  * the duplicate) and, when some were excluded, makes a new native window
