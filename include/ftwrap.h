@@ -177,7 +177,8 @@ int FTW_Comm_validate_multiple(int count, MPI_Comm comms[],
  * synchronisation waiting for a process that dies fails instead of
  * hanging (fence, wait; a request-based operation's completion), except
  * where the MPI itself waits inside a call for a process that dies
- * during it (unlock, flush, start, and a fence all members entered).
+ * during it (MPICH's lock, flush and unlock, and a fence all members
+ * entered).
  * MPI_Win_free always releases the handle; after a failure it does not
  * wait for the others, and the MPI keeps the window's resources.
  *
@@ -188,10 +189,16 @@ int FTW_Comm_validate_multiple(int count, MPI_Comm comms[],
  * numbers (a target that was excluded is an error) and the same memory.
  * A window of MPI_Win_create_dynamic cannot be made again (MPI_ERR_WIN
  * when processes were excluded).
+ * FTW_Iwin_validate - the same as a nonblocking call: *failed_group is
+ * set, and the window works again, when *request completes (wait or test
+ * for it like any request; validates of any kind complete in the order
+ * they started).
  * FTW_Win_group_failed - local: the window's processes known failed.
  * Errors: MPI_ERR_WIN (not a window made through ftwrap), MPI_ERR_ARG.
  */
 int FTW_Win_validate(MPI_Win win, MPI_Group *failed_group);
+int FTW_Iwin_validate(MPI_Win win, MPI_Group *failed_group,
+                      MPI_Request *request);
 int FTW_Win_group_failed(MPI_Win win, MPI_Group *failed_group);
 
 /*

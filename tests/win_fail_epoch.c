@@ -17,7 +17,8 @@
  *   - Rank 0's open epochs, the death known: a put and a flush to rank 2,
  *     a put to the live rank 1 and flush_all, an MPI_Rget and both
  *     unlocks all fail with FTW_ERR_PROC_FAIL_STOP, none hangs.
- * Then FTW_Comm_validate, FTW_Win_validate of every window, and one
+ * Then FTW_Comm_validate, FTW_Win_validate of two windows and
+ * FTW_Iwin_validate (both pending at once) of the other two, and one
  * checked epoch per mode between the survivors (4 KiB checksummed
  * blocks), and MPI_Win_free of each.
  */
@@ -142,7 +143,7 @@ int main(int argc, char **argv)
                 "FTW_ERR_PROC_FAIL_STOP, also toward the live rank");
 
     ok = 1;
-    for (i = 0; i < NWIN; i++) {
+    for (i = 0; i < W_REQ; i++) {
         rc = FTW_Win_validate(win[i], &failed);
         if (rc != MPI_SUCCESS) {
             tap_diag("FTW_Win_validate(window %d): rc %d", i, rc);
@@ -151,7 +152,27 @@ int main(int argc, char **argv)
             MPI_Group_free(&failed);
         }
     }
-    tap_ok_comm(v, ok, "FTW_Win_validate of every window");
+    {
+        MPI_Group ifailed[2];
+        MPI_Request vreq[2];
+        int n;
+
+        rc = FTW_Iwin_validate(win[W_REQ], &ifailed[0], &vreq[0]);
+        rc |= FTW_Iwin_validate(win[W_PSCW], &ifailed[1], &vreq[1]);
+        for (i = 0; rc == MPI_SUCCESS && i < 2; i++)
+            rc = MPI_Wait(&vreq[i], MPI_STATUS_IGNORE);
+        for (i = 0; rc == MPI_SUCCESS && i < 2; i++) {
+            MPI_Group_size(ifailed[i], &n);
+            ok &= n == 1;
+            MPI_Group_free(&ifailed[i]);
+        }
+        if (rc != MPI_SUCCESS) {
+            tap_diag("FTW_Iwin_validate: rc %d", rc);
+            ok = 0;
+        }
+    }
+    tap_ok_comm(v, ok, "FTW_Win_validate of two windows, FTW_Iwin_validate "
+                "of the other two (one failed process each)");
 
     /* One checked epoch per mode between ranks 0 and 1. */
     tap_fill(src, N * sizeof(int), 100 + rank);

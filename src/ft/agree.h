@@ -88,6 +88,12 @@ int ftw_pending_start(ftw_comm_t *c, ftw_pending_finish_fn_t finish,
                       uint8_t *failed, const uint8_t *proposal, int flag,
                       void *out, MPI_Request *request);
 
+/* FTW_Comm_validate's end, after the agreement decided failed[]: the
+ * collectives switch over to the survivors; out is the MPI_Group * for
+ * the failed group. */
+int ftw_validate_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
+                        void *out);
+
 /* Finish every pending one first (blocking validate and drain). */
 void ftw_pending_finish_all(void);
 

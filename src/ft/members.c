@@ -41,28 +41,37 @@ int ftw_members_invalid(MPI_Comm members, const int *surv_of,
     return *invalid;
 }
 
-int ftw_members_validate(MPI_Comm members, int nsurv,
-                         MPI_Group *failed_group, int *remake,
-                         int **surv_of_p, int *nsurv_p,
-                         MPI_Comm *survivors)
+int ftw_members_moved(MPI_Comm members, int nsurv, int *remake,
+                      int **surv_of_p, int *nsurv_p, MPI_Comm *survivors)
 {
-    ftw_comm_t *c;
-    int rc = FTW_Comm_validate(members, failed_group);
+    ftw_comm_t *c = ftw_comm_get(members);
 
     *remake = 0;
-    if (rc != MPI_SUCCESS)
-        return rc;
-    c = ftw_comm_get(members);
     if (c == NULL || c->surv_of == NULL || c->nsurv == nsurv)
         return MPI_SUCCESS;
     *surv_of_p = malloc(sizeof(int) * (size_t)c->size);
-    if (*surv_of_p == NULL) {
-        PMPI_Group_free(failed_group);
+    if (*surv_of_p == NULL)
         return MPI_ERR_NO_MEM;
-    }
     memcpy(*surv_of_p, c->surv_of, sizeof(int) * (size_t)c->size);
     *nsurv_p = c->nsurv;
     *survivors = c->coll;
     *remake = 1;
     return MPI_SUCCESS;
+}
+
+int ftw_members_validate(MPI_Comm members, int nsurv,
+                         MPI_Group *failed_group, int *remake,
+                         int **surv_of_p, int *nsurv_p,
+                         MPI_Comm *survivors)
+{
+    int rc = FTW_Comm_validate(members, failed_group);
+
+    *remake = 0;
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = ftw_members_moved(members, nsurv, remake, surv_of_p, nsurv_p,
+                           survivors);
+    if (rc != MPI_SUCCESS)
+        PMPI_Group_free(failed_group);
+    return rc;
 }

@@ -32,4 +32,10 @@ int ftw_members_validate(MPI_Comm members, int nsurv,
                          int **surv_of_p, int *nsurv_p,
                          MPI_Comm *survivors);
 
+/* The second half of that, after a validate of the members that
+ * succeeded (blocking or not): *remake and the rest as above; nonzero
+ * only when out of memory. */
+int ftw_members_moved(MPI_Comm members, int nsurv, int *remake,
+                      int **surv_of_p, int *nsurv_p, MPI_Comm *survivors);
+
 #endif

@@ -76,9 +76,8 @@ static void failed_group_of(ftw_comm_t *c, const uint8_t *failed,
     free(ranks);
 }
 
-/* After the agreement decided failed[]: switch collectives over. */
-static int validate_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
-                           void *out)
+int ftw_validate_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
+                        void *out)
 {
     MPI_Group *failed_group = out;
     int rc = validate_apply(c, failed);
@@ -260,7 +259,7 @@ FTW_EXPORT int FTW_Comm_validate(MPI_Comm comm, MPI_Group *failed_group)
     ftw_pending_finish_all();
     rc = ftw_agree(c, NULL, 1, failed, &flag);
     if (rc == MPI_SUCCESS)
-        rc = validate_finish(c, failed, flag, failed_group);
+        rc = ftw_validate_finish(c, failed, flag, failed_group);
     free(failed);
     return rc;
 }
@@ -407,6 +406,6 @@ FTW_EXPORT int FTW_Icomm_validate(MPI_Comm comm, MPI_Group *failed_group,
     rc = ftw_agree_prepare(comm, &c, &failed);
     if (rc != MPI_SUCCESS)
         return rc;
-    return ftw_pending_start(c, validate_finish, failed, NULL, 1,
+    return ftw_pending_start(c, ftw_validate_finish, failed, NULL, 1,
                              failed_group, request);
 }

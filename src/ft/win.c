@@ -7,6 +7,7 @@
 #include <uthash.h>
 
 #include "detect/detect.h"
+#include "ft/agree.h"
 #include "ft/comm.h"
 #include "ft/ctl.h"
 #include "ft/ft.h"
@@ -539,34 +540,94 @@ static int win_remake(ftw_win_t *w, int *surv_of, int nsurv,
     return MPI_SUCCESS;
 }
 
+/* After the members' validate: make the window again over the survivors
+ * when it excluded processes. */
+static int win_validated(ftw_win_t *w, MPI_Group *failed_group)
+{
+    MPI_Comm survivors;
+    int rc, remake, *surv_of, nsurv;
+
+    rc = ftw_members_moved(w->comm, w->nsurv, &remake, &surv_of, &nsurv,
+                           &survivors);
+    if (rc == MPI_SUCCESS && remake && w->dynamic) {
+        ftw_error("FTW_Win_validate: a window of MPI_Win_create_dynamic "
+                  "cannot be made again over the survivors");
+        free(surv_of);
+        rc = MPI_ERR_WIN;
+    } else if (rc == MPI_SUCCESS && remake) {
+        rc = win_remake(w, surv_of, nsurv, survivors);
+    }
+    if (rc != MPI_SUCCESS)
+        PMPI_Group_free(failed_group);
+    w->epoch_checked = (uint32_t)-1;
+    return rc;
+}
+
 FTW_EXPORT int FTW_Win_validate(MPI_Win win, MPI_Group *failed_group)
 {
     ftw_win_t *w;
-    MPI_Comm survivors;
-    int rc, remake, *surv_of, nsurv;
+    int rc;
 
     ftw_wrap_check();
     w = win_find(win);
     if (w == NULL || failed_group == NULL)
         return ftw_raise_win(win, w == NULL ? MPI_ERR_WIN : MPI_ERR_ARG,
                              "FTW_Win_validate");
-    rc = ftw_members_validate(w->comm, w->nsurv, failed_group, &remake,
-                              &surv_of, &nsurv, &survivors);
-    if (rc == MPI_SUCCESS && remake && w->dynamic) {
-        ftw_error("FTW_Win_validate: a window of MPI_Win_create_dynamic "
-                  "cannot be made again over the survivors");
-        free(surv_of);
-        PMPI_Group_free(failed_group);
-        rc = MPI_ERR_WIN;
-    } else if (rc == MPI_SUCCESS && remake) {
-        rc = win_remake(w, surv_of, nsurv, survivors);
-        if (rc != MPI_SUCCESS)
-            PMPI_Group_free(failed_group);
-    }
-    if (rc != MPI_SUCCESS)
-        return ftw_raise_win(win, rc, "FTW_Win_validate");
-    w->epoch_checked = (uint32_t)-1;
-    return MPI_SUCCESS;
+    rc = FTW_Comm_validate(w->comm, failed_group);
+    if (rc == MPI_SUCCESS)
+        rc = win_validated(w, failed_group);
+    return rc == MPI_SUCCESS ? rc
+                             : ftw_raise_win(win, rc, "FTW_Win_validate");
+}
+
+/* FTW_Iwin_validate: the members' nonblocking validate, whose end (in
+ * ftwrap's progress, in the order validates started, the same on every
+ * member) also makes the window again. */
+typedef struct {
+    MPI_Win win;
+    MPI_Group *failed_group;
+} iwin_t;
+
+static int iwin_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
+                       void *out)
+{
+    iwin_t *iw = out;
+    ftw_win_t *w = win_find(iw->win);
+    int rc = ftw_validate_finish(c, failed, flag, iw->failed_group);
+
+    if (rc == MPI_SUCCESS && w != NULL)
+        rc = win_validated(w, iw->failed_group);
+    free(iw);
+    return rc;
+}
+
+FTW_EXPORT int FTW_Iwin_validate(MPI_Win win, MPI_Group *failed_group,
+                                 MPI_Request *request)
+{
+    ftw_win_t *w;
+    ftw_comm_t *c;
+    uint8_t *failed;
+    iwin_t *iw;
+    int rc;
+
+    ftw_wrap_check();
+    w = win_find(win);
+    if (w == NULL || failed_group == NULL || request == NULL)
+        return ftw_raise_win(win, w == NULL ? MPI_ERR_WIN : MPI_ERR_ARG,
+                             "FTW_Iwin_validate");
+    iw = malloc(sizeof(*iw));
+    if (iw == NULL)
+        return ftw_raise_win(win, MPI_ERR_NO_MEM, "FTW_Iwin_validate");
+    iw->win = win;
+    iw->failed_group = failed_group;
+    rc = ftw_agree_prepare(w->comm, &c, &failed);
+    if (rc == MPI_SUCCESS)
+        rc = ftw_pending_start(c, iwin_finish, failed, NULL, 1, iw,
+                               request);
+    else
+        free(iw);
+    return rc == MPI_SUCCESS ? rc
+                             : ftw_raise_win(win, rc, "FTW_Iwin_validate");
 }
 
 FTW_EXPORT int FTW_Win_set_failhandler(MPI_Win win, MPI_Errhandler errhandler)
