@@ -81,6 +81,8 @@ build/$(1)/tests/rndv_probe_shm: tests/rndv_probe.c
 build/$(1)/tests/rndv_type_lifetime: tests/p2p_type_lifetime.c
 build/$(1)/tests/rndv_fail_sender_shm: tests/rndv_fail_sender.c
 build/$(1)/tests/rndv_fail_receiver_shm: tests/rndv_fail_receiver.c
+build/$(1)/tests/inter_validate_even: tests/inter_validate.c
+build/$(1)/tests/inter_shrink_even: tests/inter_shrink.c
 
 lib: build/$(1)/libftwrap.so
 tests: $$(patsubst tests/%.c,build/$(1)/tests/%,$$(TEST_SRCS))

@@ -4,14 +4,16 @@
  * chapter defines it: an intercommunicator of both groups' survivors.
  *
  * The even and the odd ranks of MPI_COMM_WORLD are joined by
- * MPI_Intercomm_create; world rank 3 (rank 1 of the odd group) is
- * SIGKILLed.  The survivors shrink the intercommunicator:
- *   - the even group gets local size 2 and remote size 1, the odd group
- *     local size 1 and remote size 2, ranks in order;
+ * MPI_Intercomm_create; world rank VICTIM (3 here, rank 1 of the odd
+ * group; inter_shrink_even.c sets 2, rank 1 of the even group, whose
+ * lowest world rank goes first in the agreement) is SIGKILLed.  The
+ * survivors shrink the intercommunicator:
+ *   - the full group (not the victim's) gets local size 2 and remote size
+ *     1, the short group local size 1 and remote size 2, ranks in order;
  *   - MPI_Allreduce over it gives each group the other group's sum of
- *     (world rank + 1): 2 for the even group, 1 + 3 = 4 for the odd one;
- *   - every even survivor sends a checksummed 64 KiB block to remote rank
- *     0 (world rank 1), which receives both and sends each one back;
+ *     (world rank + 1);
+ *   - every survivor of the full group sends a checksummed 64 KiB block
+ *     to remote rank 0, which receives both and sends each one back;
  *   - the shrunken intercommunicator is freed; so is the old one.
  */
 #include <mpi.h>
@@ -23,6 +25,11 @@
 #include "ftwrap.h"
 #include "tap.h"
 
+#ifndef VICTIM
+#define VICTIM 3
+#endif
+#define SHORT (VICTIM % 2)      /* the victim's group */
+#define FULL (1 - SHORT)
 #define LEN 65536
 
 int main(int argc, char **argv)
@@ -41,7 +48,7 @@ int main(int argc, char **argv)
                          &ic);
     MPI_Comm_set_errhandler(ic, MPI_ERRORS_RETURN);
     MPI_Barrier(v);
-    if (wrank == 3)
+    if (wrank == VICTIM)
         raise(SIGKILL);
 
     rc = MPIX_Comm_shrink(ic, &nic);
@@ -57,8 +64,9 @@ int main(int argc, char **argv)
     MPI_Group_free(&failed);
     tap_plan(3);
     ok = rc == MPI_SUCCESS &&
-         (wrank % 2 == 0 ? lsize == 2 && rsize == 1 && lrank == wrank / 2
-                         : lsize == 1 && rsize == 2 && lrank == 0);
+         (wrank % 2 == FULL ? lsize == 2 && rsize == 1 &&
+                              lrank == wrank / 2
+                            : lsize == 1 && rsize == 2 && lrank == 0);
     tap_ok_comm(v, ok, "MPIX_Comm_shrink of an intercommunicator gives both "
                 "groups' survivors, in order");
     if (!ok)
@@ -66,11 +74,13 @@ int main(int argc, char **argv)
 
     val = wrank + 1;
     rc = MPI_Allreduce(&val, &sum, 1, MPI_INT, MPI_SUM, nic);
-    tap_ok_comm(v, rc == MPI_SUCCESS && sum == (wrank % 2 == 0 ? 2 : 4),
+    tap_ok_comm(v, rc == MPI_SUCCESS &&
+                sum == (wrank % 2 == FULL ? SHORT + 1
+                                          : FULL + 1 + FULL + 3),
                 "MPI_Allreduce over it gives each group the other's sum");
 
     ok = 1;
-    if (wrank % 2 == 0) {
+    if (wrank % 2 == FULL) {
         tap_fill(buf, LEN, 700 + wrank);
         rc = MPI_Send(buf, LEN, MPI_BYTE, 0, 9, nic);
         memset(buf, 0, LEN);
@@ -82,7 +92,7 @@ int main(int argc, char **argv)
 
             rc = MPI_Recv(buf, LEN, MPI_BYTE, MPI_ANY_SOURCE, 9, nic, &st);
             ok = ok && rc == MPI_SUCCESS &&
-                 tap_check(buf, LEN, 700 + 2 * st.MPI_SOURCE);
+                 tap_check(buf, LEN, 700 + 2 * st.MPI_SOURCE + FULL);
             rc = MPI_Send(buf, LEN, MPI_BYTE, st.MPI_SOURCE, 10, nic);
             ok = ok && rc == MPI_SUCCESS;
         }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ftw_mpi_have.h"
+#include "detect/detect.h"
 #include "ft/agree.h"
 #include "ft/coll.h"
 #include "ft/comm.h"
@@ -228,6 +229,73 @@ static int agree_native(MPI_Comm comm, int *flag)
     return rc;
 }
 
+/* The proposal over an intercommunicator's member list world[] (both
+ * groups): bit 0 failed, bit 1 not acknowledged (not among the first
+ * nacked failures of members in the log). */
+static uint8_t *inter_proposal(ftw_comm_t *c, const int *world, int n)
+{
+    uint8_t *v = calloc((size_t)n + 1, 1);
+    int k = 0;
+
+    if (v == NULL)
+        return NULL;
+    ftw_comm_refresh(c);
+    for (uint32_t i = 0; i < c->epoch_seen && k < c->nacked; i++) {
+        int w = ftw_detect_failure(i);
+
+        if (!ftw_comm_has_member(c, w))
+            continue;
+        k++;
+        for (int q = 0; q < n; q++)
+            if (world[q] == w)
+                v[q] |= 4;
+    }
+    for (int q = 0; q < n; q++)
+        v[q] = (uint8_t)((ftw_detect_is_failed(world[q]) ? 1 : 0) |
+                         (v[q] & 4 ? 0 : 2));
+    return v;
+}
+
+/*
+ * MPIX_Comm_agree on an intercommunicator of one job, ULFM's rule (each
+ * group gets the AND of the other group's flags), uniform and fault
+ * tolerant: two flooding agreements over both groups, the first on the
+ * flags of the group first in the member list (the other proposes all
+ * ones, AND's neutral element), the second on the other group's.  Each
+ * group takes the one on the other group's flags.
+ */
+static int agree_inter(ftw_comm_t *c, int *flag)
+{
+    int n = ftw_agree_members(c), lo, f1 = 0, f2 = 0, rc;
+    int *world = malloc(sizeof(int) * (size_t)(n + 1));
+    uint8_t *failed = malloc((size_t)n + 1), *prop = NULL;
+
+    rc = world != NULL && failed != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (rc == MPI_SUCCESS) {
+        lo = ftw_agree_member_list(c, world) - c->rank;
+        prop = inter_proposal(c, world, n);
+        rc = prop != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    }
+    if (rc == MPI_SUCCESS) {
+        ftw_pending_finish_all();
+        rc = ftw_agree(c, prop, lo == 0 ? *flag : ~0, failed, &f1);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = ftw_agree(c, prop, lo == 0 ? ~0 : *flag, failed, &f2);
+    if (rc == MPI_SUCCESS) {
+        *flag = lo == 0 ? f2 : f1;
+        ftw_stat_add(FTW_STAT_AGREES, 1);
+        for (int q = 0; q < n; q++)
+            if ((failed[q] & 3) == 3)
+                rc = MPIX_ERR_PROC_FAILED;
+    }
+    free(world);
+    free(failed);
+    free(prop);
+    return rc == MPI_SUCCESS ? rc : ftw_raise(c->user, rc, "MPIX_Comm_agree",
+                                              -1);
+}
+
 int ftw_comm_agree(MPI_Comm comm, int *flag)
 {
     ftw_comm_t *c;
@@ -235,6 +303,10 @@ int ftw_comm_agree(MPI_Comm comm, int *flag)
     int rc, out = 0;
 
     c = comm == MPI_COMM_NULL || flag == NULL ? NULL : ftw_comm_get(comm);
+    if (c != NULL && c->is_inter && c->id != 0 && c->chan == NULL) {
+        ftw_wrap_check();
+        return agree_inter(c, flag);
+    }
     if (c != NULL && (c->is_inter || c->id == 0))
         return agree_native(comm, flag);
     rc = ulfm_collective(comm, flag, &c, &failed, &prop);

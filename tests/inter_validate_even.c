@@ -1,0 +1,8 @@
+/* ftw-test: np=4 mode=ftwrap timeout=60 link=ftwrap expect-failed=2 fate=2:signal:KILL */
+/*
+ * inter_validate_even - inter_validate.c with world rank 2 killed: the
+ * failure is in the group whose lowest world rank is lower, which goes
+ * first in the agreement's member list.
+ */
+#define VICTIM 2
+#include "inter_validate.c"
