@@ -366,12 +366,34 @@ def body_comm_create(f):
             parent: "co.native", n[1]: "ftw_coll_rank_of(&co, %s)" % n[1]})
     else:
         native = call_with(f, f.pname, {parent: "co.native"})
-    return ("    ftw_coll_t co;\n    int rc;\n\n"
+    decl = pre = post = ""
+    if f.name in ("MPI_Comm_spawn", "MPI_Comm_spawn_multiple"):
+        # The spawned processes get ftwrap's environment (xjob.h).
+        n = [p.name for p in f.params]
+        if f.name == "MPI_Comm_spawn":
+            info, root = n[3], n[4]
+            decl = "    MPI_Info infos;\n"
+            pre = ("    infos = ftw_spawn_info(co.native, %s, %s);\n"
+                   % (root, info))
+            post = "    ftw_spawn_info_free(infos, %s);\n" % info
+        else:
+            info, root, count = n[4], n[5], n[0]
+            decl = "    const MPI_Info *infos;\n"
+            pre = ("    infos = ftw_spawn_infos(co.native, %s, %s, %s);\n"
+                   % (root, count, info))
+            post = ("    ftw_spawn_infos_free(infos, %s, %s);\n"
+                    % (count, info))
+        native = call_with(f, f.pname, {parent: "co.native",
+                                         info: "infos"})
+    return ("    ftw_coll_t co;\n%s    int rc;\n\n"
             "    if (%s)\n"
             "        return %s;\n"
+            "%s"
             "    rc = %s;\n"
+            "%s"
             "    return ftw_create_end(&co, rc, %s, %d, %d);\n"
-            % (begin, refused, native, out, agree, collective))
+            % (decl, begin, refused, pre, native, post, out, agree,
+               collective))
 
 
 XCOLL = {"Barrier", "Bcast", "Reduce", "Allreduce", "Scan", "Exscan",

@@ -22,6 +22,7 @@
 #include "ft/probe.h"
 #include "ft/win.h"
 #include "ft/ulfm.h"
+#include "ft/xjob.h"
 
 /* The MPI_ERROR field of a single-completion call's status, kept: read
  * before the call, written back after it. */

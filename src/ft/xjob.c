@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "detect/detect.h"
@@ -154,4 +155,107 @@ void ftw_xjob_fini(void)
         free(g);
     }
     ftw_mt_unlock(&xjob_lock);
+}
+
+/* ---- the environment of spawned processes ------------------------------ */
+
+#if defined(OPEN_MPI)
+extern char **environ;
+
+/* "NAME=VALUE\n" for LD_PRELOAD and each FTW_* variable, then the user's
+ * "env" value; NULL if there is nothing of ours to pass or no memory. */
+static char *spawn_env(MPI_Info user)
+{
+    const char *pre = getenv("LD_PRELOAD");
+    size_t len = 1, at = 0;
+    int ulen = 0, flag = 0;
+    char *buf;
+
+    if (pre == NULL || strstr(pre, "libftwrap") == NULL)
+        return NULL;        /* linked, not preloaded: so is the child */
+    for (char **e = environ; *e != NULL; e++)
+        if (strncmp(*e, "FTW_", 4) == 0 ||
+            strncmp(*e, "LD_PRELOAD=", 11) == 0)
+            len += strlen(*e) + 1;
+    if (user != MPI_INFO_NULL)
+        PMPI_Info_get_valuelen(user, "env", &ulen, &flag);
+    if (flag)
+        len += (size_t)ulen + 1;
+    buf = malloc(len);
+    if (buf == NULL)
+        return NULL;
+    for (char **e = environ; *e != NULL; e++) {
+        if (strncmp(*e, "FTW_", 4) != 0 &&
+            strncmp(*e, "LD_PRELOAD=", 11) != 0)
+            continue;
+        size_t n = strlen(*e);
+
+        memcpy(buf + at, *e, n);
+        at += n;
+        buf[at++] = '\n';
+    }
+    buf[at] = '\0';
+    if (flag)
+        PMPI_Info_get(user, "env", ulen, buf + at, &flag);
+    return buf;
+}
+#endif
+
+MPI_Info ftw_spawn_info(MPI_Comm comm, int root, MPI_Info user)
+{
+#if defined(OPEN_MPI)
+    MPI_Info info = MPI_INFO_NULL;
+    char *env;
+    int rank = -1;
+
+    if (PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || rank != root ||
+        (env = spawn_env(user)) == NULL)
+        return user;
+    if ((user == MPI_INFO_NULL ? PMPI_Info_create(&info)
+                               : PMPI_Info_dup(user, &info)) != MPI_SUCCESS ||
+        PMPI_Info_set(info, "env", env) != MPI_SUCCESS) {
+        ftw_warn("MPI_Comm_spawn: no \"env\" for the spawned processes: "
+                 "they start without ftwrap unless they link it");
+        if (info != MPI_INFO_NULL)
+            PMPI_Info_free(&info);
+        info = user;
+    }
+    free(env);
+    return info;
+#else
+    (void)comm;
+    (void)root;
+    return user;
+#endif
+}
+
+void ftw_spawn_info_free(MPI_Info info, MPI_Info user)
+{
+    if (info != user && info != MPI_INFO_NULL)
+        PMPI_Info_free(&info);
+}
+
+const MPI_Info *ftw_spawn_infos(MPI_Comm comm, int root, int count,
+                                const MPI_Info user[])
+{
+    MPI_Info *infos;
+    int rank = -1;
+
+    if (count <= 0 || user == NULL ||
+        PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || rank != root ||
+        (infos = malloc(sizeof(*infos) * (size_t)count)) == NULL)
+        return user;
+    for (int i = 0; i < count; i++)
+        infos[i] = ftw_spawn_info(comm, root, user[i]);
+    return infos;
+}
+
+void ftw_spawn_infos_free(const MPI_Info *infos, int count,
+                          const MPI_Info user[])
+{
+    if (infos == user || infos == NULL)
+        return;
+    for (int i = 0; i < count; i++)
+        ftw_spawn_info_free(infos[i], user[i]);
+    free((void *)infos);
 }

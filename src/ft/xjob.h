@@ -28,6 +28,23 @@ void ftw_xjob_exchange(MPI_Comm inter, const char *name);
  * member if an exchange made it known. */
 void ftw_xjob_translate(MPI_Group group, int n, int *out);
 
+/* The info for MPI_Comm_spawn at its root (rank root of comm; elsewhere
+ * user itself, which is not significant there).  A spawned process starts
+ * from the launcher's environment, not its parent's: one whose parent got
+ * ftwrap by LD_PRELOAD (ftwrun) would run without it, and the exchange
+ * wait for it in vain.  On Open MPI, whose spawn takes "env" (lines
+ * NAME=VALUE), the parent's LD_PRELOAD and FTW_* variables go first, the
+ * program's own "env" after them (so it wins); MPICH's hydra passes the
+ * whole environment on.  Release with ftw_spawn_info_free. */
+MPI_Info ftw_spawn_info(MPI_Comm comm, int root, MPI_Info user);
+void ftw_spawn_info_free(MPI_Info info, MPI_Info user);
+/* The same for MPI_Comm_spawn_multiple's count infos: the array to pass,
+ * released by ftw_spawn_infos_free. */
+const MPI_Info *ftw_spawn_infos(MPI_Comm comm, int root, int count,
+                                const MPI_Info user[]);
+void ftw_spawn_infos_free(const MPI_Info *infos, int count,
+                          const MPI_Info user[]);
+
 /* Drop what the exchanges kept (at finalize). */
 void ftw_xjob_fini(void);
 
