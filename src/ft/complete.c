@@ -5,6 +5,7 @@
  * complete normally, and a pending wildcard receive reports
  * FTW_ERR_ANY_SOURCE_DISABLED without completing.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +36,7 @@ typedef struct {
     MPI_Status st_small[SMALL_N];
     int looked_up;
     int next;                   /* MPICH's wait: the first unfinished */
+    void *block;                /* the arrays of a larger set, or NULL */
 } reqset_t;
 
 /* Drains happened in this process, receives went through bounce buffers,
@@ -49,27 +51,80 @@ static int drains_known(void)
            ftw_unlikely(ftw_late_failed);
 }
 
+/* Arrays for sets larger than SMALL_N: one block per thread, kept for the
+ * next call (a window of 64 requests completed again and again costs no
+ * allocation); a call nested inside one using it (a failure handler's)
+ * gets a block of its own. */
+static __thread void *set_cache;
+static __thread int set_cache_n;
+static __thread int set_cache_busy;
+static pthread_key_t set_cache_key;     /* frees a thread's block at exit */
+static pthread_once_t set_cache_once = PTHREAD_ONCE_INIT;
+
+static void set_cache_key_make(void)
+{
+    pthread_key_create(&set_cache_key, free);
+}
+
+static size_t round8(size_t b)
+{
+    return (b + 7) & ~(size_t)7;
+}
+
+static size_t set_bytes(int n)
+{
+    return round8(sizeof(ftw_reqinfo_t) * (size_t)n) +
+           round8(sizeof(MPI_Status) * (size_t)n) +
+           round8(sizeof(MPI_Request) * (size_t)n) +
+           round8(sizeof(int) * (size_t)n) + round8((size_t)n);
+}
+
+static void set_carve(reqset_t *s, char *b, int n)
+{
+    s->info = (ftw_reqinfo_t *)b;
+    b += round8(sizeof(ftw_reqinfo_t) * (size_t)n);
+    s->st = (MPI_Status *)b;
+    b += round8(sizeof(MPI_Status) * (size_t)n);
+    s->saved = (MPI_Request *)b;
+    b += round8(sizeof(MPI_Request) * (size_t)n);
+    s->err = (int *)b;
+    b += round8(sizeof(int) * (size_t)n);
+    s->has = (unsigned char *)b;
+}
+
 static int reqset_init(reqset_t *s, int n, const MPI_Request reqs[])
 {
     s->n = n;
     s->looked_up = 0;
     s->next = 0;
+    s->block = NULL;
     if (n <= SMALL_N) {
         s->saved = s->saved_small;
         s->info = s->info_small;
         s->has = s->has_small;
         s->err = s->err_small;
         s->st = s->st_small;
+    } else if (!set_cache_busy && set_cache_n >= n) {
+        set_cache_busy = 1;
+        s->block = set_cache;
+        set_carve(s, s->block, n);
     } else {
-        s->saved = malloc(sizeof(*s->saved) * (size_t)n);
-        s->info = malloc(sizeof(*s->info) * (size_t)n);
-        s->has = malloc((size_t)n);
-        s->err = malloc(sizeof(*s->err) * (size_t)n);
-        s->st = malloc(sizeof(*s->st) * (size_t)n);
-        if (!s->saved || !s->info || !s->has || !s->err || !s->st) {
+        int cap = n < 64 ? 64 : n;
+
+        s->block = malloc(set_bytes(cap));
+        if (s->block == NULL) {
             ftw_error("out of memory for %d requests", n);
             return MPI_ERR_NO_MEM;
         }
+        if (!set_cache_busy) {
+            free(set_cache);
+            set_cache = s->block;
+            set_cache_n = cap;
+            set_cache_busy = 1;
+            pthread_once(&set_cache_once, set_cache_key_make);
+            pthread_setspecific(set_cache_key, set_cache);
+        }
+        set_carve(s, s->block, cap);
     }
     if (n > 0)
         memcpy(s->saved, reqs, sizeof(*reqs) * (size_t)n);
@@ -82,13 +137,10 @@ static void reqset_fini(reqset_t *s, const MPI_Request reqs[])
 {
     if (s->n > 0)
         ftw_req_reap(s->n, s->saved, reqs);
-    if (s->saved != s->saved_small) {
-        free(s->saved);
-        free(s->info);
-        free(s->has);
-        free(s->err);
-        free(s->st);
-    }
+    if (s->block == set_cache && s->block != NULL)
+        set_cache_busy = 0;
+    else
+        free(s->block);
 }
 
 /* The statuses to work with: the caller's, or ftwrap's own when the

@@ -3,6 +3,7 @@
 
 #include "ft/lock.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -21,22 +22,103 @@
 #include "util/log.h"
 #include "util/stats.h"
 
-/* Request handles are pointers (Open MPI) or small integers (MPICH): a
- * multiplicative hash spreads both and costs a few cycles, where uthash's
- * default hashes the key byte by byte.  Only this file uses the table. */
-#undef HASH_FUNCTION
-#define HASH_FUNCTION(keyptr, keylen, hashv)                               \
-    do {                                                                    \
-        uint64_t k_ = 0;                                                    \
-        memcpy(&k_, (keyptr), (keylen) < 8 ? (keylen) : 8);                \
-        (hashv) = (unsigned)((k_ * 0x9E3779B97F4A7C15ull) >> 32);           \
-    } while (0)
-
 int ftw_req_count;
 int ftw_threaded;       /* MPI_THREAD_MULTIPLE: the table needs its lock */
-static ftw_req_t *req_table;
-static ftw_req_t *req_free_list;   /* recycled entries, linked by hh.next */
+
+/*
+ * The table maps a native handle to its entry: open addressing with
+ * linear probing over a power-of-two array of (handle, entry) slots, at
+ * most half full, grown by doubling and never shrunk; a deletion shifts
+ * the rest of its run back, so there are no tombstones.  Request handles
+ * are pointers (Open MPI) or small integers (MPICH): a multiplicative
+ * hash spreads both.  A window of requests posted and completed again and
+ * again touches one or two cache lines per handle and allocates nothing.
+ */
+typedef struct {
+    MPI_Request key;
+    ftw_req_t *e;           /* NULL: empty */
+} req_slot_t;
+
+static req_slot_t *req_slots;
+static size_t req_mask;         /* slots - 1, when req_slots exists */
+static unsigned req_shift;      /* 64 - log2(slots) */
+static ftw_req_t *req_free_list;   /* recycled entries, linked by next */
 static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The home slot of req: the top bits of a multiplicative hash. */
+static inline size_t req_hash(MPI_Request req)
+{
+    uint64_t k = 0;
+
+    memcpy(&k, &req, sizeof(req) < 8 ? sizeof(req) : 8);
+    return (size_t)((k * 0x9E3779B97F4A7C15ull) >> req_shift);
+}
+
+/* The slot holding req, or -1. */
+static inline long req_slot_find(MPI_Request req)
+{
+    if (req_slots == NULL)
+        return -1;
+    for (size_t i = req_hash(req) & req_mask;; i = (i + 1) & req_mask) {
+        if (req_slots[i].e == NULL)
+            return -1;
+        if (req_slots[i].key == req)
+            return (long)i;
+    }
+}
+
+/* Room for one more entry; 0 if out of memory. */
+static int req_slots_room(void)
+{
+    size_t n = req_slots != NULL ? req_mask + 1 : 0, cap;
+    req_slot_t *old = req_slots, *t;
+
+    if ((size_t)(ftw_req_count + 1) * 2 <= n)
+        return 1;
+    cap = n ? 2 * n : 128;
+    t = calloc(cap, sizeof(*t));
+    if (t == NULL)
+        return 0;
+    req_slots = t;
+    req_mask = cap - 1;
+    req_shift = 64;
+    for (size_t c = cap; c > 1; c >>= 1)
+        req_shift--;
+    for (size_t i = 0; i < n; i++) {
+        size_t j;
+
+        if (old[i].e == NULL)
+            continue;
+        for (j = req_hash(old[i].key) & req_mask; t[j].e != NULL;
+             j = (j + 1) & req_mask)
+            ;
+        t[j] = old[i];
+    }
+    free(old);
+    return 1;
+}
+
+/* Empty slot i and move back the entries after it that belong before. */
+static void req_slot_clear(size_t i)
+{
+    size_t j = i;
+
+    req_slots[i].e = NULL;
+    for (;;) {
+        size_t k;
+
+        j = (j + 1) & req_mask;
+        if (req_slots[j].e == NULL)
+            return;
+        k = req_hash(req_slots[j].key) & req_mask;
+        /* Entry j may move to i unless its home k lies in (i, j]. */
+        if (i <= j ? (k > i && k <= j) : (k > i || k <= j))
+            continue;
+        req_slots[i] = req_slots[j];
+        req_slots[j].e = NULL;
+        i = j;
+    }
+}
 
 /* Only a process whose threads may call MPI at once pays for the lock. */
 static inline void req_table_lock(void)
@@ -58,7 +140,7 @@ static ftw_req_t *req_entry_get(MPI_Request req)
     req_table_lock();
     e = req_free_list;
     if (e != NULL)
-        req_free_list = e->hh.next;
+        req_free_list = e->next;
     else
         e = malloc(sizeof(*e));
     if (e == NULL) {
@@ -72,6 +154,40 @@ static ftw_req_t *req_entry_get(MPI_Request req)
 }
 
 static void req_entry_insert(ftw_req_t *e);
+
+/* Both MPIs hand every nonblocking send that completed at once (a small
+ * eager message) one shared handle of a request that is already
+ * complete: Open MPI its static empty request, MPICH a builtin request
+ * (handle kind 01 in the top two bits).  Such a request cannot fail, and
+ * a window of sends would record it again and again under one key, so on
+ * the fast path (ftw_req_add_quiet) it is not recorded; elsewhere (a send
+ * posted to fail at its completion, say) it is. */
+#if defined(OPEN_MPI)
+static void *req_done_handle;
+static pthread_once_t req_done_once = PTHREAD_ONCE_INIT;
+
+static void req_done_find(void)
+{
+    req_done_handle = dlsym(RTLD_DEFAULT, "ompi_request_empty");
+}
+
+static inline int req_done(MPI_Request req)
+{
+    pthread_once(&req_done_once, req_done_find);
+    return req_done_handle != NULL && (void *)req == req_done_handle;
+}
+#elif defined(MPICH)
+static inline int req_done(MPI_Request req)
+{
+    return ((unsigned)req >> 30) == 1;
+}
+#else
+static inline int req_done(MPI_Request req)
+{
+    (void)req;
+    return 0;
+}
+#endif
 
 void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info)
 {
@@ -89,7 +205,8 @@ void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
 {
     ftw_req_t *e;
 
-    if (req == MPI_REQUEST_NULL || (e = req_entry_get(req)) == NULL)
+    if (req == MPI_REQUEST_NULL || req_done(req) ||
+        (e = req_entry_get(req)) == NULL)
         return;
     memset(&e->info, 0, sizeof(e->info));
     e->info.comm = comm;
@@ -106,47 +223,72 @@ void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
 /* Insert e (the table locked) and unlock. */
 static void req_entry_insert(ftw_req_t *e)
 {
-    ftw_req_t *old;
-    MPI_Request req = e->key;
+    long at = req_slot_find(e->key);
 
-    HASH_FIND(hh, req_table, &req, sizeof(req), old);
-    if (old != NULL) {
-        /* The MPI reused a handle whose completion ftwrap did not see. */
-        HASH_DEL(req_table, old);
-        ftw_req_count--;
-        ftw_rndv_send_end(old->info.owned);
-        free(old->info.owned);
-        free(old);
+    if (at >= 0) {
+        /* The MPI reused a handle whose completion ftwrap did not see:
+         * the old entry takes the new record, e goes back to the list. */
+        ftw_req_t *old = req_slots[at].e;
+
+        if (old->info.owned != NULL) {
+            ftw_rndv_send_end(old->info.owned);
+            free(old->info.owned);
+        }
+        old->info = e->info;
+        e->next = req_free_list;
+        req_free_list = e;
+        req_table_unlock();
+        return;
     }
-    HASH_ADD(hh, req_table, key, sizeof(e->key), e);
+    if (!req_slots_room()) {
+        e->next = req_free_list;
+        req_free_list = e;
+        req_table_unlock();
+        ftw_warn_sparse("out of memory: a request will not be watched for "
+                        "peer failures");
+        return;
+    }
+    for (size_t i = req_hash(e->key) & req_mask;; i = (i + 1) & req_mask) {
+        if (req_slots[i].e == NULL) {
+            req_slots[i].key = e->key;
+            req_slots[i].e = e;
+            break;
+        }
+    }
     ftw_req_count++;
     req_table_unlock();
 }
 
 ftw_req_t *ftw_req_find(MPI_Request req)
 {
-    ftw_req_t *e;
+    ftw_req_t *e = NULL;
+    long at;
 
     if (ftw_req_count == 0 || req == MPI_REQUEST_NULL)
         return NULL;
     req_table_lock();
-    HASH_FIND(hh, req_table, &req, sizeof(req), e);
+    at = req_slot_find(req);
+    if (at >= 0)
+        e = req_slots[at].e;
     req_table_unlock();
     return e;
 }
 
 static void req_del_locked(MPI_Request req)
 {
+    long at = req_slot_find(req);
     ftw_req_t *e;
 
-    HASH_FIND(hh, req_table, &req, sizeof(req), e);
-    if (e == NULL)
+    if (at < 0)
         return;
-    ftw_rndv_send_end(e->info.owned);
-    free(e->info.owned);
-    HASH_DEL(req_table, e);
+    e = req_slots[at].e;
+    if (e->info.owned != NULL) {
+        ftw_rndv_send_end(e->info.owned);
+        free(e->info.owned);
+    }
+    req_slot_clear((size_t)at);
     ftw_req_count--;
-    e->hh.next = req_free_list;
+    e->next = req_free_list;
     req_free_list = e;
 }
 
@@ -172,22 +314,20 @@ void ftw_req_reap(int n, const MPI_Request before[], const MPI_Request after[])
 
 void ftw_req_foreach(void (*fn)(ftw_req_t *e, void *arg), void *arg)
 {
-    ftw_req_t *e, *tmp;
-
     req_table_lock();
-    HASH_ITER(hh, req_table, e, tmp)
-        fn(e, arg);
+    for (size_t i = 0; req_slots != NULL && i <= req_mask; i++)
+        if (req_slots[i].e != NULL)
+            fn(req_slots[i].e, arg);
     req_table_unlock();
 }
 
 int ftw_req_uses_type(MPI_Datatype dt)
 {
-    ftw_req_t *e, *tmp;
     int found = 0;
 
     req_table_lock();
-    HASH_ITER(hh, req_table, e, tmp) {
-        if (e->info.dt == dt) {
+    for (size_t i = 0; req_slots != NULL && i <= req_mask; i++) {
+        if (req_slots[i].e != NULL && req_slots[i].e->info.dt == dt) {
             found = 1;
             break;
         }
@@ -254,10 +394,12 @@ void ftw_grave_add(MPI_Request req)
 {
     ftw_req_t *e;
     void *owned = NULL;
+    long at;
 
     req_table_lock();
-    HASH_FIND(hh, req_table, &req, sizeof(req), e);
-    if (e != NULL) {
+    at = req_slot_find(req);
+    if (at >= 0) {
+        e = req_slots[at].e;
         owned = e->info.owned;
         e->info.owned = NULL;
     }

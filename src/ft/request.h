@@ -53,7 +53,7 @@ typedef struct {
 typedef struct ftw_req {
     MPI_Request key;
     ftw_reqinfo_t info;
-    UT_hash_handle hh;
+    struct ftw_req *next;   /* on the free list */
 } ftw_req_t;
 
 extern int ftw_req_count;   /* entries in the table; 0 skips lookups */
