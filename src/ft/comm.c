@@ -492,11 +492,18 @@ static int world_index(const int *world, int n, int w)
     return -1;
 }
 
+/* Serialises refreshes (threads of one process may refresh one record at
+ * once; only under MPI_THREAD_MULTIPLE). */
+static pthread_mutex_t refresh_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void ftw_comm_refresh(ftw_comm_t *c)
 {
     uint32_t epoch = atomic_load_explicit(&ftw_fail_epoch,
                                           memory_order_acquire);
 
+    if (__atomic_load_n(&c->epoch_seen, __ATOMIC_ACQUIRE) == epoch)
+        return;
+    ftw_mt_lock(&refresh_lock);
     for (uint32_t i = c->epoch_seen; i < epoch; i++) {
         int w = ftw_detect_failure(i), r;
 
@@ -516,7 +523,9 @@ void ftw_comm_refresh(ftw_comm_t *c)
         c->coll_active = 0;
         c->coll_gen++;
     }
-    c->epoch_seen = epoch;
+    if (epoch > c->epoch_seen)
+        __atomic_store_n(&c->epoch_seen, epoch, __ATOMIC_RELEASE);
+    ftw_mt_unlock(&refresh_lock);
 }
 
 int ftw_comm_has_member(const ftw_comm_t *c, int w)

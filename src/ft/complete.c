@@ -156,13 +156,8 @@ static void reqset_lookup(reqset_t *s)
 {
     if (s->looked_up)
         return;
-    for (int i = 0; i < s->n; i++) {
-        ftw_req_t *e = ftw_req_find(s->saved[i]);
-
-        s->has[i] = e != NULL;
-        if (e != NULL)
-            s->info[i] = e->info;
-    }
+    for (int i = 0; i < s->n; i++)
+        s->has[i] = (unsigned char)ftw_req_lookup(s->saved[i], &s->info[i]);
     s->looked_up = 1;
 }
 
@@ -277,15 +272,15 @@ static int reqset_raise(reqset_t *s, const char *name, int code)
 
 /* A completed request's handle is NULL (a persistent one stays, inactive,
  * and keeps its entry until MPI_Request_free). */
-static int single_finish(MPI_Request saved, const ftw_req_t *e,
+static int single_finish(MPI_Request saved, int has,
                          const ftw_reqinfo_t *info, MPI_Request *req,
                          int rc, const char *name, MPI_Status *status)
 {
-    if (ftw_unlikely(ftw_p2p_moved) && rc == MPI_SUCCESS && e != NULL)
+    if (ftw_unlikely(ftw_p2p_moved) && rc == MPI_SUCCESS && has)
         ftw_status_to_user(info->p2p_user, info->p2p_n, status);
     if (*req == MPI_REQUEST_NULL)
         ftw_req_del(saved);
-    if (e != NULL && ftw_is_own_error(rc))
+    if (has && ftw_is_own_error(rc))
         rc = ftw_raise(info->comm, rc, name, info->peer);
     return rc;
 }
@@ -293,17 +288,14 @@ static int single_finish(MPI_Request saved, const ftw_req_t *e,
 int ftw_wait(MPI_Request *req, MPI_Status *status)
 {
     MPI_Request saved = *req;
-    ftw_req_t *e;
     ftw_reqinfo_t info;
-    int rc;
+    int rc, has;
 
     ftw_wrap_check();
     ftw_inject(FTW_INJECT_WAIT);
-    e = ftw_req_find(saved);
-    if (e != NULL)
-        info = e->info;
-    rc = ftw_req_wait(e ? &info : NULL, req, status, 0);
-    return single_finish(saved, e, &info, req, rc, "MPI_Wait", status);
+    has = ftw_req_lookup(saved, &info);
+    rc = ftw_req_wait(has ? &info : NULL, req, status, 0);
+    return single_finish(saved, has, &info, req, rc, "MPI_Wait", status);
 }
 
 /* The test calls give ftwrap's own pending work a turn, as waits do. */
@@ -321,10 +313,9 @@ static void test_progress(void)
 int ftw_test(MPI_Request *req, int *flag, MPI_Status *status)
 {
     MPI_Request saved = *req;
-    ftw_req_t *e = NULL;
     ftw_reqinfo_t info;
     MPI_Status local;
-    int rc;
+    int rc, has = 0;
 
     test_progress();
     /* The status is needed after the completion: to finish a rendezvous
@@ -333,9 +324,8 @@ int ftw_test(MPI_Request *req, int *flag, MPI_Status *status)
         status = &local;
     rc = PMPI_Test(req, flag, status);
     if (rc == MPI_SUCCESS && !*flag && failures_known()) {
-        e = ftw_req_find(saved);
-        if (e != NULL) {
-            info = e->info;
+        has = ftw_req_lookup(saved, &info);
+        if (has) {
             rc = ftw_req_failcheck(&info, req, status, 0);
             if (rc == FTW_PENDING_CODE)
                 rc = MPI_SUCCESS;
@@ -343,16 +333,15 @@ int ftw_test(MPI_Request *req, int *flag, MPI_Status *status)
                 *flag = rc != FTW_ERR_ANY_SOURCE_DISABLED;
         }
     }
-    if (e == NULL && *flag && rc == MPI_SUCCESS &&
+    if (!has && *flag && rc == MPI_SUCCESS &&
         (ftw_unlikely(ftw_p2p_moved) || drains_known() || ftw_rndv_min) &&
-        (e = ftw_req_find(saved)) != NULL) {
-        info = e->info;
+        (has = ftw_req_lookup(saved, &info))) {
         if (status != MPI_STATUS_IGNORE)
             rc = ftw_req_completed(&info, status);
         if (rc == MPI_SUCCESS && info.rndv)
             rc = ftw_rndv_finish_raise(&info, status, "MPI_Test");
     }
-    return single_finish(saved, e, &info, req, rc, "MPI_Test", status);
+    return single_finish(saved, has, &info, req, rc, "MPI_Test", status);
 }
 
 /* ---- all ------------------------------------------------------------------ */
@@ -693,22 +682,20 @@ int ftw_testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
 /* A persistent send to a failed process is refused before it starts. */
 static int start_refused(MPI_Request req, const char *name)
 {
-    ftw_req_t *e;
+    ftw_reqinfo_t info;
 
     if ((!failures_known() && atomic_load(&ftw_drain_seq) == 0) ||
-        (e = ftw_req_find(req)) == NULL)
+        !ftw_req_lookup(req, &info))
         return MPI_SUCCESS;
     {
-        ftw_comm_t *c = ftw_comm_get(e->info.comm);
+        ftw_comm_t *c = ftw_comm_get(info.comm);
 
-        if (c != NULL && ftw_req_drained(c, &e->info))
-            return ftw_raise(e->info.comm, FTW_ERR_DRAINED, name,
-                             e->info.peer);
+        if (c != NULL && ftw_req_drained(c, &info))
+            return ftw_raise(info.comm, FTW_ERR_DRAINED, name, info.peer);
     }
-    if ((e->info.kind == FTW_OP_SEND || e->info.kind == FTW_OP_SSEND) &&
-        ftw_req_doomed(&e->info))
-        return ftw_raise(e->info.comm, FTW_ERR_PROC_FAIL_STOP, name,
-                         e->info.peer);
+    if ((info.kind == FTW_OP_SEND || info.kind == FTW_OP_SSEND) &&
+        ftw_req_doomed(&info))
+        return ftw_raise(info.comm, FTW_ERR_PROC_FAIL_STOP, name, info.peer);
     return MPI_SUCCESS;
 }
 
@@ -743,10 +730,10 @@ int ftw_startall(int n, MPI_Request reqs[])
     if (taken == 0)
         return PMPI_Startall(n, reqs);
     for (int i = 0; i < n; i++) {
-        ftw_req_t *e = ftw_req_find(reqs[i]);
+        ftw_reqinfo_t info;
         int rc;
 
-        if (e != NULL && ftw_rndv_start_taken(&e->info))
+        if (ftw_req_lookup(reqs[i], &info) && ftw_rndv_start_taken(&info))
             continue;
         rc = PMPI_Start(&reqs[i]);
         if (rc != MPI_SUCCESS)
@@ -757,7 +744,7 @@ int ftw_startall(int n, MPI_Request reqs[])
 
 int ftw_request_get_status(MPI_Request req, int *flag, MPI_Status *status)
 {
-    ftw_req_t *e;
+    ftw_reqinfo_t info;
     int rc;
 
     ftw_wrap_check();
@@ -769,8 +756,8 @@ int ftw_request_get_status(MPI_Request req, int *flag, MPI_Status *status)
     if (ftw_rndv_min != 0 && rc == MPI_SUCCESS && *flag)
         ftw_rndv_peek(req, status);
     if (ftw_unlikely(ftw_p2p_moved) && rc == MPI_SUCCESS && *flag &&
-        (e = ftw_req_find(req)) != NULL)
-        ftw_status_to_user(e->info.p2p_user, e->info.p2p_n, status);
+        ftw_req_lookup(req, &info))
+        ftw_status_to_user(info.p2p_user, info.p2p_n, status);
     return rc;
 }
 
@@ -779,20 +766,15 @@ int ftw_request_get_status(MPI_Request req, int *flag, MPI_Status *status)
  * end by the rendezvous layer, which frees that memory then. */
 static int free_rndv(MPI_Request *req)
 {
-    ftw_req_t *e = ftw_req_find(*req);
-    void *owned;
+    ftw_reqinfo_t info;
 
-    if (e == NULL || !e->info.rndv || e->info.persistent)
+    if (!ftw_req_lookup(*req, &info) || !info.rndv || info.persistent ||
+        !ftw_req_remove(*req, &info))
         return 0;
-    if (ftw_rndv_orphan(*req, &e->info)) {
-        ftw_req_del(*req);
-        *req = MPI_REQUEST_NULL;
-        return 1;
-    }
-    owned = e->info.owned;
-    e->info.owned = NULL;
-    ftw_req_del(*req);
-    ftw_rndv_loose_add(*req, owned);
+    /* The record is out of the table, and what it owned is this
+     * function's: to an orphan, or to the loose requests. */
+    if (!ftw_rndv_orphan(*req, &info))
+        ftw_rndv_loose_add(*req, info.owned);
     *req = MPI_REQUEST_NULL;
     return 1;
 }
@@ -802,11 +784,11 @@ static int free_rndv(MPI_Request *req)
  * fails, as MPI allows (the send completes when the receiver is done). */
 int ftw_cancel(MPI_Request *req)
 {
-    ftw_req_t *e;
+    ftw_reqinfo_t info;
 
     ftw_wrap_check();
-    if (ftw_rndv_min != 0 && req != NULL &&
-        (e = ftw_req_find(*req)) != NULL && (e->info.rndv & FTW_RNDV_SEND))
+    if (ftw_rndv_min != 0 && req != NULL && ftw_req_lookup(*req, &info) &&
+        (info.rndv & FTW_RNDV_SEND))
         return MPI_SUCCESS;
     return PMPI_Cancel(req);
 }

@@ -860,12 +860,12 @@ int ftw_rndv_finish_raise(const ftw_reqinfo_t *info, MPI_Status *st,
 
 void ftw_rndv_peek(MPI_Request req, MPI_Status *st)
 {
-    ftw_req_t *e = ftw_req_find(req);
+    ftw_reqinfo_t info;
     const rstate_t *rs;
 
-    if (e == NULL || st == MPI_STATUS_IGNORE ||
-        !(e->info.rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) ||
-        (rs = e->info.owned) == NULL)
+    if (st == MPI_STATUS_IGNORE || !ftw_req_lookup(req, &info) ||
+        !(info.rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) ||
+        (rs = info.owned) == NULL)
         return;
     if (rs->replay) {
         st->MPI_SOURCE = rs->rsrc;

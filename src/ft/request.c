@@ -274,6 +274,41 @@ ftw_req_t *ftw_req_find(MPI_Request req)
     return e;
 }
 
+int ftw_req_lookup(MPI_Request req, ftw_reqinfo_t *out)
+{
+    long at;
+
+    if (ftw_req_count == 0 || req == MPI_REQUEST_NULL)
+        return 0;
+    req_table_lock();
+    at = req_slot_find(req);
+    if (at >= 0)
+        *out = req_slots[at].e->info;
+    req_table_unlock();
+    return at >= 0;
+}
+
+int ftw_req_remove(MPI_Request req, ftw_reqinfo_t *out)
+{
+    ftw_req_t *e;
+    long at;
+
+    if (ftw_req_count == 0 || req == MPI_REQUEST_NULL)
+        return 0;
+    req_table_lock();
+    at = req_slot_find(req);
+    if (at >= 0) {
+        e = req_slots[at].e;
+        *out = e->info;
+        req_slot_clear((size_t)at);
+        ftw_req_count--;
+        e->next = req_free_list;
+        req_free_list = e;
+    }
+    req_table_unlock();
+    return at >= 0;
+}
+
 static void req_del_locked(MPI_Request req)
 {
     long at = req_slot_find(req);
@@ -362,7 +397,8 @@ typedef struct {
 static grave_t *grave;
 static int grave_n, grave_cap;
 
-static void grave_add_locked(MPI_Request req, void *owned)
+/* Append an entry (the table locked); NULL if out of memory. */
+static grave_t *grave_add_locked(MPI_Request req, void *owned)
 {
     grave_t *g;
 
@@ -374,62 +410,70 @@ static void grave_add_locked(MPI_Request req, void *owned)
             /* Its memory stays allocated: the MPI may still use it. */
             ftw_warn_sparse("out of memory: an abandoned request is "
                             "dropped without being completed");
-            return;
+            return NULL;
         }
         grave = g;
         grave_cap = cap;
     }
-    grave[grave_n].req = req;
-    grave[grave_n].qid = 0;
-    grave[grave_n].pidfd = -1;
-    grave[grave_n].settle = 0;
-    grave[grave_n].skip = 0;
-    grave[grave_n].shield = NULL;
-    grave[grave_n].wait = 0;
-    grave[grave_n++].owned = owned;
+    g = &grave[grave_n++];
+    g->req = req;
+    g->qid = 0;
+    g->pidfd = -1;
+    g->settle = 0;
+    g->skip = 0;
+    g->shield = NULL;
+    g->wait = 0;
+    g->owned = owned;
     ftw_stat_add(FTW_STAT_GRAVEYARD, 1);
+    return g;
+}
+
+/* Append req, with what its record owned (the table locked). */
+static grave_t *grave_add_req_locked(MPI_Request req)
+{
+    void *owned = NULL;
+    long at = req_slot_find(req);
+
+    if (at >= 0) {
+        owned = req_slots[at].e->info.owned;
+        req_slots[at].e->info.owned = NULL;
+    }
+    return grave_add_locked(req, owned);
 }
 
 void ftw_grave_add(MPI_Request req)
 {
-    ftw_req_t *e;
-    void *owned = NULL;
-    long at;
-
     req_table_lock();
-    at = req_slot_find(req);
-    if (at >= 0) {
-        e = req_slots[at].e;
-        owned = e->info.owned;
-        e->info.owned = NULL;
-    }
-    grave_add_locked(req, owned);
+    grave_add_req_locked(req);
     req_table_unlock();
 }
 
 void ftw_grave_add_quarantined(MPI_Request req, unsigned qid)
 {
-    ftw_grave_add(req);
+    grave_t *g;
+
     req_table_lock();
-    if (grave_n > 0 && grave[grave_n - 1].req == req)
-        grave[grave_n - 1].qid = qid;
+    g = grave_add_req_locked(req);
+    if (g != NULL)
+        g->qid = qid;
     req_table_unlock();
 }
 
 void ftw_grave_add_recv(MPI_Request req, unsigned qid, int writer_world)
 {
     int pid = ftw_detect_local_pid(writer_world), fd = -1;
+    grave_t *g;
 
     if (qid != 0 && pid > 0 && ftw_cfg.quarantine_settle > 0) {
         fd = (int)syscall(SYS_pidfd_open, pid, 0);
         if (fd < 0 && errno == ESRCH)
             fd = GRAVE_EXITED;      /* gone, and reaped, already */
     }
-    ftw_grave_add(req);
     req_table_lock();
-    if (grave_n > 0 && grave[grave_n - 1].req == req) {
-        grave[grave_n - 1].qid = qid;
-        grave[grave_n - 1].pidfd = fd;
+    g = grave_add_req_locked(req);
+    if (g != NULL) {
+        g->qid = qid;
+        g->pidfd = fd;
     } else if (fd >= 0) {
         close(fd);
     }
@@ -438,19 +482,23 @@ void ftw_grave_add_recv(MPI_Request req, unsigned qid, int writer_world)
 
 void ftw_grave_add_full(MPI_Request req, void *owned, unsigned qid)
 {
+    grave_t *g;
+
     req_table_lock();
-    grave_add_locked(req, owned);
-    if (grave_n > 0 && grave[grave_n - 1].req == req)
-        grave[grave_n - 1].qid = qid;
+    g = grave_add_locked(req, owned);
+    if (g != NULL)
+        g->qid = qid;
     req_table_unlock();
 }
 
 void ftw_grave_add_shielded(MPI_Request req, void *owned, void *shield)
 {
+    grave_t *g;
+
     req_table_lock();
-    grave_add_locked(req, owned);
-    if (grave_n > 0 && grave[grave_n - 1].req == req)
-        grave[grave_n - 1].shield = shield;
+    g = grave_add_locked(req, owned);
+    if (g != NULL)
+        g->shield = shield;
     else
         ftw_warn_sparse("out of memory: a collective's output copy is "
                         "left to the MPI");

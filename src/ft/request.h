@@ -67,8 +67,18 @@ void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
                        int persistent, void *buf, MPI_Count count,
                        MPI_Datatype dt);
 
-/* The entry of a handle, or NULL. */
+/* The entry of a handle, or NULL.  Under MPI_THREAD_MULTIPLE another
+ * thread may complete the request and the entry be reused: read it only
+ * where no other thread can (ftw_req_lookup copies it under the lock). */
 ftw_req_t *ftw_req_find(MPI_Request req);
+
+/* A copy of a handle's record (taken under the table's lock): 1 if it
+ * has one. */
+int ftw_req_lookup(MPI_Request req, ftw_reqinfo_t *out);
+
+/* Take a handle's record out of the table: the caller gets it, memory it
+ * owns (out->owned) included; 1 if it had one. */
+int ftw_req_remove(MPI_Request req, ftw_reqinfo_t *out);
 
 /* Forget a handle (it completed or was freed). */
 void ftw_req_del(MPI_Request req);
