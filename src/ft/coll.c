@@ -669,20 +669,14 @@ int ftw_create_split(ftw_coll_t *co, int color, int key, MPI_Comm *newcomm)
 static int create_agree(ftw_comm_t *parent, int ok,
                         void (*track)(void *arg), void *arg)
 {
-    uint8_t small[64];
-    uint8_t *failed = parent->size < (int)sizeof(small) ?
-                      small : malloc((size_t)parent->size + 1);
     ftw_agree_t *a;
     int all_ok = 0;
-    int posted = failed != NULL &&
-                 ftw_agree_post(parent, NULL, ok, &a) == MPI_SUCCESS;
+    int posted = ftw_agree_post(parent, NULL, ok, &a) == MPI_SUCCESS;
 
     if (track != NULL)
         track(arg);
     if (posted)
-        ftw_agree_wait(a, failed, &all_ok);
-    if (failed != small)
-        free(failed);
+        ftw_agree_wait(a, NULL, &all_ok);     /* only the flag is needed */
     return all_ok;
 }
 

@@ -273,18 +273,12 @@ static void handler_call(int i)
         return;
     ftw_comm_refresh(c);
     if (fh_mode == FTW_FAILHANDLER_MODE_SUBSET) {
-        uint8_t *failed;
         int flag;
 
-        if (c->nfailed == h.nfailed)
+        /* The agreement only synchronises: its decision is not kept. */
+        if (c->nfailed == h.nfailed ||
+            ftw_agree(c, NULL, 1, NULL, &flag) != MPI_SUCCESS)
             return;
-        failed = malloc((size_t)c->size + 1);
-        if (failed == NULL || ftw_agree(c, NULL, 1, failed, &flag) !=
-                                  MPI_SUCCESS) {
-            free(failed);
-            return;
-        }
-        free(failed);
     }
     handlers[i].nfailed = c->nfailed;
     ftw_stat_add(FTW_STAT_HANDLERS_RUN, 1);
