@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ftwrap.h"
@@ -34,14 +33,6 @@
 static int is_fail(int rc)
 {
     return tap_class(rc) == FTW_ERR_PROC_FAIL_STOP;
-}
-
-static double now(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 int main(int argc, char **argv)
@@ -75,11 +66,7 @@ int main(int argc, char **argv)
     MPI_File_write_at_all(fh, rank * BLOCK, blk, N, MPI_INT,
                           MPI_STATUS_IGNORE);
     if (rank == 2) {
-        double t0 = now();
-        volatile unsigned long spin = 0;
-
-        while (now() - t0 < 0.2)
-            spin++;
+        tap_spin(0.2);
         raise(SIGKILL);
     }
 

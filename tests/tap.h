@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <time.h>
 #include <string.h>
 
 static int tap_count_;
@@ -145,6 +146,26 @@ static inline int tap_class(int rc)
     if (rc != MPI_SUCCESS)
         MPI_Error_class(rc, &cls);
     return cls;
+}
+
+/* Seconds on the monotonic clock. */
+static inline double tap_now(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Compute, out of MPI, for s seconds (a victim that is busy, not in a
+ * call, when it dies). */
+static inline void tap_spin(double s)
+{
+    double t0 = tap_now();
+    volatile unsigned long spin = 0;
+
+    while (tap_now() - t0 < s)
+        spin++;
 }
 
 /* Run a job of exactly np processes: 0 (after printing a TAP skip line

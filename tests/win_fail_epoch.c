@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ftwrap.h"
 #include "tap.h"
@@ -39,25 +38,6 @@ enum { W_LOCK, W_ALL, W_REQ, W_PSCW, NWIN };
 static int is_fail(int rc)
 {
     return tap_class(rc) == FTW_ERR_PROC_FAIL_STOP;
-}
-
-static double now(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* Rank 2's end: out of MPI, busy for 200 ms, then killed. */
-static void die_busy(void)
-{
-    double t0 = now();
-    volatile unsigned long spin = 0;
-
-    while (now() - t0 < 0.2)
-        spin++;
-    raise(SIGKILL);
 }
 
 int main(int argc, char **argv)
@@ -91,7 +71,8 @@ int main(int argc, char **argv)
     if (rank == 2) {
         /* In MPI while rank 0 opens its epochs, then gone. */
         MPI_Recv(&go, 1, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        die_busy();
+        tap_spin(0.2);
+        raise(SIGKILL);
     }
     if (rank == 0) {
         rc = MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 2, 0, win[W_LOCK]);

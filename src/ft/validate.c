@@ -19,6 +19,22 @@
 typedef struct pending pending_t;
 static pending_t *pending_list;     /* nonblocking validates, in order */
 
+/* c's collectives run on coll from now on (errors returned), over the
+ * survivors surv/surv_of (taken, as is local_out). */
+static void survivors_set(ftw_comm_t *c, MPI_Comm coll, int nsurv, int *surv,
+                          int *surv_of, uint8_t *local_out)
+{
+    PMPI_Comm_set_errhandler(coll, MPI_ERRORS_RETURN);
+    c->coll = coll;
+    c->nsurv = nsurv;
+    free(c->surv);
+    free(c->surv_of);
+    free(c->local_out);
+    c->surv = surv;
+    c->surv_of = surv_of;
+    c->local_out = local_out;
+}
+
 /* Collectives of c run on the processes not in failed[] from now on. */
 static int validate_apply(ftw_comm_t *c, const uint8_t *failed)
 {
@@ -45,13 +61,7 @@ static int validate_apply(ftw_comm_t *c, const uint8_t *failed)
     rc = ftw_comm_create_survivors(c, failed, 0xff, TAG_SURVIVORS, &coll);
     if (rc != MPI_SUCCESS)
         goto out;
-    PMPI_Comm_set_errhandler(coll, MPI_ERRORS_RETURN);
-    c->coll = coll;
-    c->nsurv = nsurv;
-    free(c->surv);
-    free(c->surv_of);
-    c->surv = surv;
-    c->surv_of = surv_of;
+    survivors_set(c, coll, nsurv, surv, surv_of, NULL);
     surv = surv_of = NULL;
 out:
     free(surv);
@@ -215,15 +225,7 @@ static int validate_inter(ftw_comm_t *c, MPI_Group *failed_group)
                                  TAG_SURVIVORS + (int)(h % 1000u), &coll);
         if (rc != MPI_SUCCESS)
             goto out;
-        PMPI_Comm_set_errhandler(coll, MPI_ERRORS_RETURN);
-        c->coll = coll;
-        c->nsurv = nsurv;
-        free(c->surv);
-        free(c->surv_of);
-        free(c->local_out);
-        c->surv = surv;
-        c->surv_of = surv_of;
-        c->local_out = local_out;
+        survivors_set(c, coll, nsurv, surv, surv_of, local_out);
         surv = surv_of = NULL;
         local_out = NULL;
     }
