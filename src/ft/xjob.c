@@ -162,6 +162,12 @@ void ftw_xjob_fini(void)
 #if defined(OPEN_MPI)
 extern char **environ;
 
+/* An environment entry a spawned process gets from its parent. */
+static int spawn_passes(const char *e)
+{
+    return strncmp(e, "FTW_", 4) == 0 || strncmp(e, "LD_PRELOAD=", 11) == 0;
+}
+
 /* "NAME=VALUE\n" for LD_PRELOAD and each FTW_* variable, then the user's
  * "env" value; NULL if there is nothing of ours to pass or no memory. */
 static char *spawn_env(MPI_Info user)
@@ -174,8 +180,7 @@ static char *spawn_env(MPI_Info user)
     if (pre == NULL || strstr(pre, "libftwrap") == NULL)
         return NULL;        /* linked, not preloaded: so is the child */
     for (char **e = environ; *e != NULL; e++)
-        if (strncmp(*e, "FTW_", 4) == 0 ||
-            strncmp(*e, "LD_PRELOAD=", 11) == 0)
+        if (spawn_passes(*e))
             len += strlen(*e) + 1;
     if (user != MPI_INFO_NULL)
         PMPI_Info_get_valuelen(user, "env", &ulen, &flag);
@@ -185,11 +190,10 @@ static char *spawn_env(MPI_Info user)
     if (buf == NULL)
         return NULL;
     for (char **e = environ; *e != NULL; e++) {
-        if (strncmp(*e, "FTW_", 4) != 0 &&
-            strncmp(*e, "LD_PRELOAD=", 11) != 0)
-            continue;
         size_t n = strlen(*e);
 
+        if (!spawn_passes(*e))
+            continue;
         memcpy(buf + at, *e, n);
         at += n;
         buf[at++] = '\n';
