@@ -663,22 +663,28 @@ int ftw_comm_create_survivors(ftw_comm_t *c, const uint8_t *failed,
     return rc;
 }
 
-void ftw_comm_acked(ftw_comm_t *c, uint8_t *acked)
+void ftw_comm_acked_of(ftw_comm_t *c, const int *world, int n,
+                       uint8_t *acked)
 {
-    int n = 0;
+    int k = 0;
 
     ftw_comm_refresh(c);
-    for (int r = 0; r < c->size; r++)
-        acked[r] = 0;
-    for (uint32_t i = 0; i < c->epoch_seen && n < c->nacked; i++) {
+    for (int q = 0; q < n; q++)
+        acked[q] = 0;
+    for (uint32_t i = 0; i < c->epoch_seen && k < c->nacked; i++) {
         int w = ftw_detect_failure(i);
-        int r = world_index(c->peer_world, c->size, w);
+        int q = world_index(world, n, w);
 
-        if (r >= 0)
-            acked[r] = 1;
+        if (q >= 0)
+            acked[q] = 1;
         if (ftw_comm_has_member(c, w))
-            n++;
+            k++;
     }
+}
+
+void ftw_comm_acked(ftw_comm_t *c, uint8_t *acked)
+{
+    ftw_comm_acked_of(c, c->peer_world, c->size, acked);
 }
 
 void ftw_comm_table_clear(void)

@@ -200,6 +200,10 @@ int ftw_comm_create_survivors(ftw_comm_t *c, const uint8_t *failed,
 /* acked[r] = 1 for each rank r of c whose failure this process has
  * acknowledged (the first nacked failures it learned of), else 0. */
 void ftw_comm_acked(ftw_comm_t *c, uint8_t *acked);
+/* The same over any list of n members of c (world ranks: an
+ * intercommunicator's agreement members, ftw_agree_member_list). */
+void ftw_comm_acked_of(ftw_comm_t *c, const int *world, int n,
+                       uint8_t *acked);
 
 /* Drop every record (at finalize). */
 void ftw_comm_table_clear(void);

@@ -288,23 +288,29 @@ int ftw_req_lookup(MPI_Request req, ftw_reqinfo_t *out)
     return at >= 0;
 }
 
+/* Take the record in slot at out of the table (the table locked); its
+ * entry goes back to the free list, what it owns stays with the caller. */
+static ftw_req_t *req_unlink_locked(long at)
+{
+    ftw_req_t *e = req_slots[at].e;
+
+    req_slot_clear((size_t)at);
+    ftw_req_count--;
+    e->next = req_free_list;
+    req_free_list = e;
+    return e;
+}
+
 int ftw_req_remove(MPI_Request req, ftw_reqinfo_t *out)
 {
-    ftw_req_t *e;
     long at;
 
     if (ftw_req_count == 0 || req == MPI_REQUEST_NULL)
         return 0;
     req_table_lock();
     at = req_slot_find(req);
-    if (at >= 0) {
-        e = req_slots[at].e;
-        *out = e->info;
-        req_slot_clear((size_t)at);
-        ftw_req_count--;
-        e->next = req_free_list;
-        req_free_list = e;
-    }
+    if (at >= 0)
+        *out = req_unlink_locked(at)->info;
     req_table_unlock();
     return at >= 0;
 }
@@ -316,15 +322,11 @@ static void req_del_locked(MPI_Request req)
 
     if (at < 0)
         return;
-    e = req_slots[at].e;
+    e = req_unlink_locked(at);
     if (e->info.owned != NULL) {
         ftw_rndv_send_end(e->info.owned);
         free(e->info.owned);
     }
-    req_slot_clear((size_t)at);
-    ftw_req_count--;
-    e->next = req_free_list;
-    req_free_list = e;
 }
 
 void ftw_req_del(MPI_Request req)

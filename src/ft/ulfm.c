@@ -160,16 +160,22 @@ FTW_EXPORT int MPIX_Comm_ack_failed(MPI_Comm comm, int num_to_ack,
 /* This process's proposal: per rank, bit 0 if it is known failed here,
  * bit 1 if this process has not acknowledged its failure (live ones
  * included: a failure nobody knew is no error). */
-static uint8_t *agree_proposal(ftw_comm_t *c)
+static uint8_t *agree_proposal_of(ftw_comm_t *c, const int *world, int n)
 {
-    uint8_t *v = malloc((size_t)c->size);
+    uint8_t *v = malloc((size_t)n + 1);
 
     if (v == NULL)
         return NULL;
-    ftw_comm_acked(c, v);
-    for (int r = 0; r < c->size; r++)
-        v[r] = (uint8_t)((ftw_comm_peer_failed(c, r) ? 1 : 0) | (v[r] ? 0 : 2));
+    ftw_comm_acked_of(c, world, n, v);
+    for (int q = 0; q < n; q++)
+        v[q] = (uint8_t)((ftw_detect_is_failed(world[q]) ? 1 : 0) |
+                         (v[q] ? 0 : 2));
     return v;
+}
+
+static uint8_t *agree_proposal(ftw_comm_t *c)
+{
+    return agree_proposal_of(c, c->peer_world, c->size);
 }
 
 /* The decision: the flag, and MPIX_ERR_PROC_FAILED if a failed process
@@ -179,8 +185,8 @@ static int agree_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
 {
     *(int *)out = flag;
     ftw_stat_add(FTW_STAT_AGREES, 1);
-    for (int r = 0; r < c->size; r++)
-        if ((failed[r] & 3) == 3)
+    for (int q = 0; q < ftw_agree_members(c); q++)
+        if ((failed[q] & 3) == 3)
             return MPIX_ERR_PROC_FAILED;
     return MPI_SUCCESS;
 }
@@ -229,33 +235,6 @@ static int agree_native(MPI_Comm comm, int *flag)
     return rc;
 }
 
-/* The proposal over an intercommunicator's member list world[] (both
- * groups): bit 0 failed, bit 1 not acknowledged (not among the first
- * nacked failures of members in the log). */
-static uint8_t *inter_proposal(ftw_comm_t *c, const int *world, int n)
-{
-    uint8_t *v = calloc((size_t)n + 1, 1);
-    int k = 0;
-
-    if (v == NULL)
-        return NULL;
-    ftw_comm_refresh(c);
-    for (uint32_t i = 0; i < c->epoch_seen && k < c->nacked; i++) {
-        int w = ftw_detect_failure(i);
-
-        if (!ftw_comm_has_member(c, w))
-            continue;
-        k++;
-        for (int q = 0; q < n; q++)
-            if (world[q] == w)
-                v[q] |= 4;
-    }
-    for (int q = 0; q < n; q++)
-        v[q] = (uint8_t)((ftw_detect_is_failed(world[q]) ? 1 : 0) |
-                         (v[q] & 4 ? 0 : 2));
-    return v;
-}
-
 /*
  * MPIX_Comm_agree on an intercommunicator of one job, ULFM's rule (each
  * group gets the AND of the other group's flags), uniform and fault
@@ -273,7 +252,7 @@ static int agree_inter(ftw_comm_t *c, int *flag)
     rc = world != NULL && failed != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
     if (rc == MPI_SUCCESS) {
         lo = ftw_agree_member_list(c, world) - c->rank;
-        prop = inter_proposal(c, world, n);
+        prop = agree_proposal_of(c, world, n);
         rc = prop != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
     }
     if (rc == MPI_SUCCESS) {
@@ -282,13 +261,8 @@ static int agree_inter(ftw_comm_t *c, int *flag)
     }
     if (rc == MPI_SUCCESS)
         rc = ftw_agree(c, prop, lo == 0 ? ~0 : *flag, failed, &f2);
-    if (rc == MPI_SUCCESS) {
-        *flag = lo == 0 ? f2 : f1;
-        ftw_stat_add(FTW_STAT_AGREES, 1);
-        for (int q = 0; q < n; q++)
-            if ((failed[q] & 3) == 3)
-                rc = MPIX_ERR_PROC_FAILED;
-    }
+    if (rc == MPI_SUCCESS)
+        rc = agree_finish(c, failed, lo == 0 ? f2 : f1, flag);
     free(world);
     free(failed);
     free(prop);
