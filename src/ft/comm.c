@@ -109,15 +109,12 @@ static void comm_free_record(ftw_comm_t *c)
     free(c->surv);
     free(c->surv_of);
     free(c->local_out);
-    free(c->p2p_of);
-    free(c->p2p_user);
     free(c->peer_drain_seq);
-    while (c->old_maps != NULL) {
-        struct ftw_map *m = c->old_maps;
-
-        c->old_maps = m->next;
-        free(m->map);
-        free(m);
+    for (ftw_p2p_view_t *v = ftw_comm_p2p(c), *prev; v != NULL; v = prev) {
+        prev = v->prev;
+        free(v->of);
+        free(v->user);
+        free(v);
     }
     free(c);
 }
@@ -135,7 +132,6 @@ static ftw_comm_t *comm_new(MPI_Comm comm, const ftw_comm_t *like)
     c->user = comm;
     c->native = comm;
     c->coll = comm;
-    c->p2p = comm;
     c->coll_active = 1;
     if (like != NULL && !like->is_inter) {
         c->rank = like->rank;

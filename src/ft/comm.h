@@ -6,15 +6,28 @@
 #define FTW_FT_COMM_H
 
 #include <mpi.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <uthash.h>
 
 #include "util/status.h"
 
-struct ftw_map {
-    struct ftw_map *next;
-    int *map;
-};
+/*
+ * Where a communicator's point-to-point traffic runs after a drain: a
+ * native communicator of the survivors and the rank maps both ways.  A
+ * drain publishes a new view whole, so a thread posting at the same time
+ * reads one view, never half of two; earlier views stay until the
+ * communicator's record is freed (requests posted on them map their
+ * statuses through them).
+ */
+typedef struct ftw_p2p_view {
+    MPI_Comm comm;
+    int *of;                    /* [size] rank in comm of each user rank,
+                                 * -1 if excluded */
+    int *user;                  /* [n] the user's rank of each rank of comm */
+    int n;
+    struct ftw_p2p_view *prev;
+} ftw_p2p_view_t;
 
 typedef struct ftw_comm {
     MPI_Comm user;          /* key: the handle the application holds */
@@ -35,13 +48,7 @@ typedef struct ftw_comm {
     /* Point-to-point routing (drain.c).  A drain moves this process's
      * point-to-point traffic on the communicator to a fresh native one of
      * the survivors, so nothing sent before it can be matched after. */
-    MPI_Comm p2p;           /* where point-to-point traffic runs */
-    int *p2p_of;            /* [size] rank in p2p of each rank, -1 if
-                             * excluded; NULL: the same rank */
-    int *p2p_user;          /* [p2p_n] the user's rank of each rank of p2p */
-    int p2p_n;
-    struct ftw_map *old_maps; /* earlier p2p_user arrays: requests posted
-                             * before a drain still refer to them */
+    _Atomic(struct ftw_p2p_view *) p2pv; /* NULL: the user's own */
     uint32_t drain_seq;     /* ftw_drain_seq of the last drain_all */
     uint32_t *peer_drain_seq; /* [size] of the last drain_peer, or NULL */
     int interrupt;          /* FTW_Comm_set_interrupt */
@@ -153,14 +160,22 @@ ftw_status_t ftw_comm_failed_group(ftw_comm_t *c, MPI_Group *group_p,
  * of it. */
 ftw_status_t ftw_comm_failed_local_group(ftw_comm_t *c, MPI_Group *group_p);
 
-/* Rank in c->p2p of user rank r (MPI_ANY_SOURCE and MPI_PROC_NULL are
- * kept); FTW_EXCLUDED if r was excluded by a drain. */
-#define FTW_EXCLUDED (-4)
-static inline int ftw_comm_p2p_rank(const ftw_comm_t *c, int r)
+/* The view point-to-point traffic on c runs on now, NULL: c->user. */
+static inline ftw_p2p_view_t *ftw_comm_p2p(const ftw_comm_t *c)
 {
-    if (c->p2p_of == NULL || r < 0 || r >= c->size)
+    return atomic_load_explicit(&((ftw_comm_t *)c)->p2pv,
+                                memory_order_acquire);
+}
+
+/* Rank in view v of c (NULL: c itself) of user rank r (MPI_ANY_SOURCE
+ * and MPI_PROC_NULL are kept); FTW_EXCLUDED if r was excluded by a
+ * drain. */
+#define FTW_EXCLUDED (-4)
+static inline int ftw_p2p_rank(const ftw_p2p_view_t *v, int size, int r)
+{
+    if (v == NULL || r < 0 || r >= size)
         return r;
-    return c->p2p_of[r] >= 0 ? c->p2p_of[r] : FTW_EXCLUDED;
+    return v->of[r] >= 0 ? v->of[r] : FTW_EXCLUDED;
 }
 
 /* Communicators whose point-to-point traffic was moved (the wrappers

@@ -322,7 +322,7 @@ int ftw_test(MPI_Request *req, int *flag, MPI_Status *status)
      * receive (its byte count), or to see whether a drain cut it. */
     if (status == MPI_STATUS_IGNORE && (drains_known() || ftw_rndv_min))
         status = &local;
-    rc = PMPI_Test(req, flag, status);
+    rc = ftw_req_test(req, flag, status);
     if (rc == MPI_SUCCESS && !*flag && failures_known()) {
         has = ftw_req_lookup(saved, &info);
         if (has) {
@@ -359,7 +359,7 @@ static int all_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
 
         if (s->err[i] != FTW_PENDING_CODE)
             continue;
-        rc = PMPI_Test(&reqs[i], &flag, st);
+        rc = ftw_req_test(&reqs[i], &flag, st);
         if (flag || rc != MPI_SUCCESS) {
             s->err[i] = rc;
             if (rc == MPI_SUCCESS && st != MPI_STATUS_IGNORE)
@@ -420,7 +420,7 @@ static int seq_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
         MPI_Status *st = status_at(sts, i);
 
         if (s->err[i] == FTW_PENDING_CODE) {
-            rc = PMPI_Test(&reqs[i], &flag, st);
+            rc = ftw_req_test(&reqs[i], &flag, st);
             if (rc == MPI_SUCCESS && !flag)
                 return MPI_SUCCESS;
             s->err[i] = rc;
@@ -461,7 +461,7 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
     }
 #else
     while (!failures_known() && !drains_known()) {
-        rc = PMPI_Testall(n, reqs, &flag, sts);
+        rc = ftw_req_testall(n, s.saved, reqs, &flag, sts);
         if (rc != MPI_SUCCESS || flag) {
             if (rc == MPI_SUCCESS && all_rndv(&s, sts))
                 rc = all_result(&s, sts, "MPI_Waitall");
@@ -492,7 +492,7 @@ int ftw_testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
     if (rc != MPI_SUCCESS)
         return rc;
     sts = reqset_statuses(&s, sts);
-    rc = PMPI_Testall(n, reqs, flag, sts);
+    rc = ftw_req_testall(n, s.saved, reqs, flag, sts);
     if (rc == MPI_SUCCESS && *flag) {
         for (int i = 0; i < n; i++)
             s.err[i] = MPI_SUCCESS;
@@ -566,7 +566,7 @@ static int any_common(int n, MPI_Request reqs[], int *index, int *flag,
     for (;;) {
         int code, i;
 
-        rc = PMPI_Testany(n, reqs, index, flag, status);
+        rc = ftw_req_testany(n, s.saved, reqs, index, flag, status);
         if (rc != MPI_SUCCESS || *flag) {
             if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED &&
                 status != MPI_STATUS_IGNORE) {
@@ -626,7 +626,7 @@ static int some_common(int n, MPI_Request reqs[], int *outcount,
     sts = reqset_statuses(&s, sts);
     ftw_poll_init(&p);
     for (;;) {
-        rc = PMPI_Testsome(n, reqs, outcount, indices, sts);
+        rc = ftw_req_testsome(n, s.saved, reqs, outcount, indices, sts);
         if (rc != MPI_SUCCESS || *outcount == MPI_UNDEFINED)
             break;
         for (int k = 0; k < *outcount; k++)
@@ -790,7 +790,7 @@ int ftw_cancel(MPI_Request *req)
     if (ftw_rndv_min != 0 && req != NULL && ftw_req_lookup(*req, &info) &&
         (info.rndv & FTW_RNDV_SEND))
         return MPI_SUCCESS;
-    return PMPI_Cancel(req);
+    return ftw_req_cancel(req);
 }
 
 int ftw_request_free(MPI_Request *req)
@@ -801,7 +801,7 @@ int ftw_request_free(MPI_Request *req)
     ftw_wrap_check();
     if (ftw_rndv_min != 0 && free_rndv(req))
         return MPI_SUCCESS;
-    rc = PMPI_Request_free(req);
+    rc = ftw_req_free(req);
     if (rc == MPI_SUCCESS)
         ftw_req_del(saved);
     return rc;

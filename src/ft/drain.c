@@ -56,12 +56,14 @@ static void cancel_receives(ftw_req_t *e, void *arg)
  * gets one of both groups' survivors). */
 static int drain_move(ftw_comm_t *c, const uint8_t *failed)
 {
-    MPI_Comm p2p;
     MPI_Errhandler eh;
-    int *p2p_of = malloc(sizeof(int) * (size_t)c->size);
-    int *p2p_user = malloc(sizeof(int) * (size_t)c->size);
-    int *world = NULL, n = 0, rc = MPI_ERR_NO_MEM, lo = 0, rlo = 0;
+    ftw_p2p_view_t *v = calloc(1, sizeof(*v));
+    int *world = NULL, rc = MPI_ERR_NO_MEM, lo = 0, rlo = 0;
 
+    if (v == NULL)
+        return rc;
+    v->of = malloc(sizeof(int) * (size_t)c->size);
+    v->user = malloc(sizeof(int) * (size_t)c->size);
     if (c->is_inter) {
         world = malloc(sizeof(int) * (size_t)(ftw_agree_members(c) + 1));
         if (world == NULL)
@@ -69,49 +71,43 @@ static int drain_move(ftw_comm_t *c, const uint8_t *failed)
         lo = ftw_agree_member_list(c, world) - c->rank;
         rlo = lo == 0 ? c->nlocal : 0;
     }
-    if (!p2p_of || !p2p_user)
+    if (!v->of || !v->user)
         goto out;
     for (int r = 0; r < c->size; r++) {
-        p2p_of[r] = failed[rlo + r] ? -1 : n;
+        v->of[r] = failed[rlo + r] ? -1 : v->n;
         if (!failed[rlo + r])
-            p2p_user[n++] = r;
+            v->user[v->n++] = r;
     }
     rc = c->is_inter ?
          ftw_inter_survivors(failed, world, ftw_agree_members(c), lo,
-                             c->nlocal, TAG_DRAIN_COMM, &p2p) :
-         ftw_comm_create_survivors(c, failed, 0xff, TAG_DRAIN_COMM, &p2p);
+                             c->nlocal, TAG_DRAIN_COMM, &v->comm) :
+         ftw_comm_create_survivors(c, failed, 0xff, TAG_DRAIN_COMM,
+                                   &v->comm);
     if (rc != MPI_SUCCESS)
         goto out;
     /* Native errors on the new communicator reach the application's
      * handler as they would on its own. */
     if (PMPI_Comm_get_errhandler(c->user, &eh) == MPI_SUCCESS) {
-        PMPI_Comm_set_errhandler(p2p, eh);
+        PMPI_Comm_set_errhandler(v->comm, eh);
         if (eh != MPI_ERRORS_ARE_FATAL && eh != MPI_ERRORS_RETURN)
             PMPI_Errhandler_free(&eh);
     }
-    if (c->p2p == c->user) {
+    /* Only drains change the view, one at a time per communicator (they
+     * are collective over it). */
+    v->prev = ftw_comm_p2p(c);
+    atomic_store_explicit(&c->p2pv, v, memory_order_release);
+    if (v->prev == NULL) {
         ftw_p2p_moved++;
         ftw_noisy++;
     }
-    c->p2p = p2p;
-    free(c->p2p_of);
-    if (c->p2p_user != NULL) {
-        struct ftw_map *m = malloc(sizeof(*m));
-
-        if (m != NULL) {
-            m->map = c->p2p_user;
-            m->next = c->old_maps;
-            c->old_maps = m;
-        }   /* else it leaks: a request may still refer to it */
-    }
-    c->p2p_of = p2p_of;
-    c->p2p_user = p2p_user;
-    c->p2p_n = n;
-    p2p_of = p2p_user = NULL;
+    v = NULL;
 out:
     free(world);
-    free(p2p_of);
-    free(p2p_user);
+    if (v != NULL) {
+        free(v->of);
+        free(v->user);
+        free(v);
+    }
     return rc;
 }
 
@@ -121,13 +117,19 @@ static int drain_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
 {
     ftw_reqinfo_t want = { .comm = c->user, .peer = -1 };
 
+    int rc;
+
     (void)flag;
     (void)unused;
     c->drain_seq = atomic_fetch_add(&ftw_drain_seq, 1) + 1;
     ftw_req_foreach(cancel_receives, &want);
     ftw_stash_drop(c->user, MPI_ANY_SOURCE, 0);
     ftw_stat_add(FTW_STAT_DRAINS, 1);
-    return drain_move(c, failed);
+    rc = drain_move(c, failed);
+    /* A request another thread posts meanwhile may take the new number
+     * and the old view: its wait cuts it (ftw_req_drained compares
+     * views). */
+    return rc;
 }
 
 FTW_EXPORT int FTW_Comm_drain_all(MPI_Comm comm)
@@ -165,9 +167,12 @@ FTW_EXPORT int FTW_Icomm_drain_all(MPI_Comm comm, MPI_Request *request)
 /* Receive and drop everything peer sent on c before its marker. */
 static int drain_peer_discard(ftw_comm_t *c, int peer, int marker)
 {
+    const ftw_p2p_view_t *v = ftw_comm_p2p(c);
     ftw_reqinfo_t info = { .comm = c->user, .peer = peer,
-                           .peer2 = FTW_NO_PEER, .kind = FTW_OP_RECV };
-    int np = ftw_comm_p2p_rank(c, peer);
+                           .peer2 = FTW_NO_PEER, .kind = FTW_OP_RECV,
+                           .view = v };
+    MPI_Comm p2p = v != NULL ? v->comm : c->user;
+    int np = ftw_p2p_rank(v, c->size, peer);
 
     for (;;) {
         MPI_Status st;
@@ -177,7 +182,7 @@ static int drain_peer_discard(ftw_comm_t *c, int peer, int marker)
         int rc, flag = 0;
 
         while (!flag) {
-            PMPI_Iprobe(np, MPI_ANY_TAG, c->p2p, &flag, &st);
+            PMPI_Iprobe(np, MPI_ANY_TAG, p2p, &flag, &st);
             if (!flag && ftw_comm_peer_failed(c, peer))
                 return MPI_SUCCESS;     /* nothing more will come */
         }
@@ -185,7 +190,7 @@ static int drain_peer_discard(ftw_comm_t *c, int peer, int marker)
         tmp = malloc((size_t)n + 1);
         if (tmp == NULL)
             return MPI_ERR_NO_MEM;
-        PMPI_Irecv(tmp, (int)n, MPI_BYTE, np, st.MPI_TAG, c->p2p, &req);
+        PMPI_Irecv(tmp, (int)n, MPI_BYTE, np, st.MPI_TAG, p2p, &req);
         rc = ftw_req_wait(&info, &req, MPI_STATUS_IGNORE, 1);
         free(tmp);
         if (rc != MPI_SUCCESS || st.MPI_TAG == marker)
@@ -196,6 +201,7 @@ static int drain_peer_discard(ftw_comm_t *c, int peer, int marker)
 FTW_EXPORT int FTW_Comm_drain_peer(MPI_Comm comm, int peer)
 {
     ftw_reqinfo_t want = { .comm = comm, .peer = peer };
+    const ftw_p2p_view_t *v;
     ftw_comm_t *c;
     int *tag_ub, flag = 0, marker;
     char b = 0;
@@ -218,12 +224,14 @@ FTW_EXPORT int FTW_Comm_drain_peer(MPI_Comm comm, int peer)
     ftw_req_foreach(cancel_receives, &want);
     ftw_stash_drop(c->user, peer, 0);
     ftw_stat_add(FTW_STAT_DRAINS, 1);
+    v = ftw_comm_p2p(c);
     if (ftw_comm_peer_failed(c, peer) ||
-        ftw_comm_p2p_rank(c, peer) == FTW_EXCLUDED)
+        ftw_p2p_rank(v, c->size, peer) == FTW_EXCLUDED)
         return MPI_SUCCESS;
     PMPI_Comm_get_attr(comm, MPI_TAG_UB, &tag_ub, &flag);
     marker = flag ? *tag_ub : 32767;
-    PMPI_Send(&b, 0, MPI_BYTE, ftw_comm_p2p_rank(c, peer), marker, c->p2p);
+    PMPI_Send(&b, 0, MPI_BYTE, ftw_p2p_rank(v, c->size, peer), marker,
+              v != NULL ? v->comm : c->user);
     return drain_peer_discard(c, peer, marker);
 }
 

@@ -44,6 +44,7 @@ void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
     op->info.owned = NULL;
     op->info.buf = NULL;
     op->info.p2p_user = NULL;
+    op->info.view = NULL;
     op->info.rndv = 0;
     op->info.failed_at_start = 0;
     op->replay = 0;
@@ -69,15 +70,17 @@ void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
 void ftw_op_route(ftw_op_t *op)
 {
     ftw_comm_t *c = ftw_comm_get(op->info.comm);
+    const ftw_p2p_view_t *v;
 
-    if (c == NULL)
+    if (c == NULL || (v = ftw_comm_p2p(c)) == NULL)
         return;
-    op->native = c->p2p;
-    op->info.p2p_user = c->p2p_user;
-    op->info.p2p_n = c->p2p_n;
-    op->npeer = ftw_comm_p2p_rank(c, op->info.peer);
+    op->native = v->comm;
+    op->info.view = v;
+    op->info.p2p_user = v->user;
+    op->info.p2p_n = v->n;
+    op->npeer = ftw_p2p_rank(v, c->size, op->info.peer);
     if (op->info.peer2 != FTW_NO_PEER)
-        op->npeer2 = ftw_comm_p2p_rank(c, op->info.peer2);
+        op->npeer2 = ftw_p2p_rank(v, c->size, op->info.peer2);
 }
 
 void ftw_op_begin_msg(ftw_op_t *op, const char *name, MPI_Message message)
@@ -649,7 +652,7 @@ static int req_settle(MPI_Request *req, MPI_Status *st)
     double end = PMPI_Wtime() + FTW_ABANDON_GRACE;
     int flag = 0;
 
-    while (!flag && PMPI_Test(req, &flag, st) == MPI_SUCCESS && !flag &&
+    while (!flag && ftw_req_test(req, &flag, st) == MPI_SUCCESS && !flag &&
            PMPI_Wtime() < end)
         ;
     return flag;
@@ -664,11 +667,11 @@ static int recv_cancel(const ftw_reqinfo_t *info, MPI_Request *req,
     int flag = 0, cancelled = 0;
 
     for (int i = 0; i < 3 && !flag; i++)
-        PMPI_Test(req, &flag, &st);
+        ftw_req_test(req, &flag, &st);
     if (!flag && recv_cancellable(info, source)) {
-        PMPI_Cancel(req);
+        ftw_req_cancel(req);
         for (int i = 0; i < 1000 && !flag; i++)
-            PMPI_Test(req, &flag, &st);
+            ftw_req_test(req, &flag, &st);
     } else if (!flag) {
         flag = req_settle(req, &st);
     }
@@ -699,7 +702,7 @@ static int send_abandon(MPI_Request *req, MPI_Status *status, int dest,
     MPI_Status st;
     int flag = 0;
 
-    PMPI_Test(req, &flag, &st);
+    ftw_req_test(req, &flag, &st);
     if (flag) {
         if (status != MPI_STATUS_IGNORE)
             *status = st;
@@ -736,7 +739,14 @@ static int op_cut(const ftw_reqinfo_t *info, MPI_Request *req,
 /* Was the request's traffic cut by a drain since it was posted? */
 int ftw_req_drained(const ftw_comm_t *c, const ftw_reqinfo_t *info)
 {
+    const ftw_p2p_view_t *v;
+
     if (c->drain_seq > info->drain_seq)
+        return 1;
+    /* Posted on an earlier view: a thread posting while another drained. */
+    if (ftw_unlikely(ftw_threaded) && ftw_p2p_moved &&
+        info->kind != FTW_OP_COLL && (v = ftw_comm_p2p(c)) != NULL &&
+        (const void *)v != info->view)
         return 1;
     if (c->peer_drain_seq == NULL)
         return 0;
@@ -879,7 +889,7 @@ int ftw_req_wait(const ftw_reqinfo_t *info, MPI_Request *req,
         status = &local;
     ftw_poll_init(&p);
     for (;;) {
-        int flag = 0, rc = PMPI_Test(req, &flag, status);
+        int flag = 0, rc = ftw_req_test(req, &flag, status);
 
         if (rc != MPI_SUCCESS)
             return rc;

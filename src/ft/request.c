@@ -1,4 +1,5 @@
 /* The request table and the graveyard. */
+#define _GNU_SOURCE
 #include "ft/request.h"
 
 #include "ft/lock.h"
@@ -43,7 +44,23 @@ static req_slot_t *req_slots;
 static size_t req_mask;         /* slots - 1, when req_slots exists */
 static unsigned req_shift;      /* 64 - log2(slots) */
 static ftw_req_t *req_free_list;   /* recycled entries, linked by next */
-static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Recursive: a completion call holds it (ftw_req_hold) while the MPI may
+ * call back into ftwrap (an application's error handler). */
+static pthread_mutex_t req_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+/*
+ * Under MPI_THREAD_MULTIPLE a completion call and the removal of the
+ * records of the requests it freed form one section under the table's
+ * lock.  Otherwise, once the MPI freed a handle, another thread could be
+ * given the same handle for a new request and record it before the
+ * first thread removed the old record (which would then remove the new
+ * one), and a drain could cancel a freed request.  The records of the
+ * requests a thread's completion call freed leave the table in that
+ * section for the thread's own list (req_retired), where its lookups and
+ * its removal find them; no other thread can see them, the handle being
+ * dead.
+ */
+static __thread ftw_req_t *req_retired;
 
 /* The home slot of req: the top bits of a multiplicative hash. */
 static inline size_t req_hash(MPI_Request req)
@@ -129,6 +146,124 @@ static inline void req_table_lock(void)
 static inline void req_table_unlock(void)
 {
     ftw_mt_unlock(&req_lock);
+}
+
+/* The record of handle req on this thread's retired list, or NULL;
+ * *prev_p gets the link pointing to it. */
+static ftw_req_t *req_retired_find(MPI_Request req, ftw_req_t ***prev_p)
+{
+    for (ftw_req_t **pp = &req_retired; *pp != NULL; pp = &(*pp)->next) {
+        if ((*pp)->key == req) {
+            *prev_p = pp;
+            return *pp;
+        }
+    }
+    return NULL;
+}
+
+/* Move req's record, if any, from the table to this thread's retired
+ * list (the table locked). */
+static void req_retire_locked(MPI_Request req)
+{
+    long at = req_slot_find(req);
+    ftw_req_t *e;
+
+    if (at < 0)
+        return;
+    e = req_slots[at].e;
+    req_slot_clear((size_t)at);
+    ftw_req_count--;
+    e->next = req_retired;
+    req_retired = e;
+}
+
+static void req_retire_set_locked(int n, const MPI_Request before[],
+                                  const MPI_Request after[])
+{
+    for (int i = 0; i < n; i++)
+        if (before[i] != MPI_REQUEST_NULL && after[i] == MPI_REQUEST_NULL)
+            req_retire_locked(before[i]);
+}
+
+void ftw_req_hold(void)
+{
+    req_table_lock();
+}
+
+void ftw_req_unhold(void)
+{
+    req_table_unlock();
+}
+
+int ftw_req_test_mt(MPI_Request *req, int *flag, MPI_Status *st)
+{
+    MPI_Request before = *req;
+    int rc;
+
+    req_table_lock();
+    rc = PMPI_Test(req, flag, st);
+    req_retire_set_locked(1, &before, req);
+    req_table_unlock();
+    return rc;
+}
+
+int ftw_req_testall_mt(int n, const MPI_Request before[], MPI_Request reqs[],
+                       int *flag, MPI_Status sts[])
+{
+    int rc;
+
+    req_table_lock();
+    rc = PMPI_Testall(n, reqs, flag, sts);
+    req_retire_set_locked(n, before, reqs);
+    req_table_unlock();
+    return rc;
+}
+
+int ftw_req_testany_mt(int n, const MPI_Request before[], MPI_Request reqs[],
+                       int *index, int *flag, MPI_Status *st)
+{
+    int rc;
+
+    req_table_lock();
+    rc = PMPI_Testany(n, reqs, index, flag, st);
+    req_retire_set_locked(n, before, reqs);
+    req_table_unlock();
+    return rc;
+}
+
+int ftw_req_testsome_mt(int n, const MPI_Request before[],
+                        MPI_Request reqs[], int *outcount, int indices[],
+                        MPI_Status sts[])
+{
+    int rc;
+
+    req_table_lock();
+    rc = PMPI_Testsome(n, reqs, outcount, indices, sts);
+    req_retire_set_locked(n, before, reqs);
+    req_table_unlock();
+    return rc;
+}
+
+int ftw_req_cancel_mt(MPI_Request *req)
+{
+    int rc;
+
+    req_table_lock();
+    rc = PMPI_Cancel(req);
+    req_table_unlock();
+    return rc;
+}
+
+int ftw_req_free_mt(MPI_Request *req)
+{
+    MPI_Request before = *req;
+    int rc;
+
+    req_table_lock();
+    rc = PMPI_Request_free(req);
+    req_retire_set_locked(1, &before, req);
+    req_table_unlock();
+    return rc;
 }
 
 /* A free entry for req, the table locked; NULL (unlocked) if out of
@@ -261,9 +396,12 @@ static void req_entry_insert(ftw_req_t *e)
 
 ftw_req_t *ftw_req_find(MPI_Request req)
 {
-    ftw_req_t *e = NULL;
+    ftw_req_t *e = NULL, **pp;
     long at;
 
+    if (ftw_unlikely(req_retired != NULL) &&
+        (e = req_retired_find(req, &pp)) != NULL)
+        return e;
     if (ftw_req_count == 0 || req == MPI_REQUEST_NULL)
         return NULL;
     req_table_lock();
@@ -276,8 +414,14 @@ ftw_req_t *ftw_req_find(MPI_Request req)
 
 int ftw_req_lookup(MPI_Request req, ftw_reqinfo_t *out)
 {
+    ftw_req_t *e, **pp;
     long at;
 
+    if (ftw_unlikely(req_retired != NULL) &&
+        (e = req_retired_find(req, &pp)) != NULL) {
+        *out = e->info;
+        return 1;
+    }
     if (ftw_req_count == 0 || req == MPI_REQUEST_NULL)
         return 0;
     req_table_lock();
@@ -301,10 +445,30 @@ static ftw_req_t *req_unlink_locked(long at)
     return e;
 }
 
+/* Take e off this thread's retired list (at *pp) back to the free list. */
+static ftw_req_t *req_unretire(ftw_req_t **pp)
+{
+    ftw_req_t *e = *pp;
+
+    *pp = e->next;
+    req_table_lock();
+    e->next = req_free_list;
+    req_free_list = e;
+    req_table_unlock();
+    return e;
+}
+
 int ftw_req_remove(MPI_Request req, ftw_reqinfo_t *out)
 {
+    ftw_req_t *e, **pp;
     long at;
 
+    if (ftw_unlikely(req_retired != NULL) &&
+        (e = req_retired_find(req, &pp)) != NULL) {
+        *out = e->info;     /* read before another thread reuses e */
+        req_unretire(pp);
+        return 1;
+    }
     if (ftw_req_count == 0 || req == MPI_REQUEST_NULL)
         return 0;
     req_table_lock();
@@ -315,23 +479,41 @@ int ftw_req_remove(MPI_Request req, ftw_reqinfo_t *out)
     return at >= 0;
 }
 
+static void req_owned_free(void *owned)
+{
+    if (owned != NULL) {
+        ftw_rndv_send_end(owned);
+        free(owned);
+    }
+}
+
 static void req_del_locked(MPI_Request req)
 {
     long at = req_slot_find(req);
-    ftw_req_t *e;
 
-    if (at < 0)
-        return;
-    e = req_unlink_locked(at);
-    if (e->info.owned != NULL) {
-        ftw_rndv_send_end(e->info.owned);
-        free(e->info.owned);
-    }
+    if (at >= 0)
+        req_owned_free(req_unlink_locked(at)->info.owned);
+}
+
+/* A retired record of req: forgotten; 1 if there was one. */
+static int req_del_retired(MPI_Request req)
+{
+    ftw_req_t *e, **pp;
+    void *owned;
+
+    if (ftw_likely(req_retired == NULL) ||
+        (e = req_retired_find(req, &pp)) == NULL)
+        return 0;
+    owned = e->info.owned;
+    req_unretire(pp);
+    req_owned_free(owned);
+    return 1;
 }
 
 void ftw_req_del(MPI_Request req)
 {
-    if (ftw_req_count == 0 || req == MPI_REQUEST_NULL)
+    if (req_del_retired(req) || ftw_req_count == 0 ||
+        req == MPI_REQUEST_NULL)
         return;
     req_table_lock();
     req_del_locked(req);
@@ -340,6 +522,10 @@ void ftw_req_del(MPI_Request req)
 
 void ftw_req_reap(int n, const MPI_Request before[], const MPI_Request after[])
 {
+    if (ftw_unlikely(req_retired != NULL))
+        for (int i = 0; i < n; i++)
+            if (before[i] != MPI_REQUEST_NULL && after[i] == MPI_REQUEST_NULL)
+                req_del_retired(before[i]);
     if (ftw_req_count == 0)
         return;
     req_table_lock();
@@ -439,6 +625,9 @@ static grave_t *grave_add_req_locked(MPI_Request req)
     if (at >= 0) {
         owned = req_slots[at].e->info.owned;
         req_slots[at].e->info.owned = NULL;
+        /* The graveyard's test may free the handle from now on. */
+        if (ftw_threaded)
+            req_retire_locked(req);
     }
     return grave_add_locked(req, owned);
 }

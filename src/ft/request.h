@@ -13,6 +13,9 @@
 #include <stdint.h>
 #include <uthash.h>
 
+#include "ft/lock.h"
+#include "util/compiler.h"
+
 typedef enum {
     FTW_OP_SEND,        /* standard, ready or buffered send */
     FTW_OP_SSEND,       /* synchronous send */
@@ -41,7 +44,8 @@ typedef struct {
     void *owned;        /* memory the native request uses, freed with the
                          * request (or by the graveyard) */
     const int *p2p_user; /* the rank map of the native communicator it was
-                          * posted on (ftw_comm_t.p2p_user), or NULL */
+                          * posted on (ftw_p2p_view_t.user), or NULL */
+    const void *view;   /* the ftw_p2p_view_t it was posted on, or NULL */
     int p2p_n;
     void *buf;          /* a receive's buffer, count and type, for the */
     MPI_Count count;    /* quarantine; buf NULL: unknown */
@@ -93,6 +97,73 @@ int ftw_req_uses_type(MPI_Datatype dt);
 /* Call fn on every entry (under the table's lock: fn must not use the
  * table). */
 void ftw_req_foreach(void (*fn)(ftw_req_t *e, void *arg), void *arg);
+
+/*
+ * Native completion calls on requests that may be in the table.  Under
+ * MPI_THREAD_MULTIPLE each is one section under the table's lock with the
+ * removal of the records of the requests it freed (request.c says why);
+ * otherwise the plain PMPI call.  before[]: the handles as they were
+ * before (the call's own array may change).  ftw_req_hold/unhold keep
+ * the table's lock (recursive) around other uses of a native request
+ * another thread may complete.
+ */
+int ftw_req_test_mt(MPI_Request *req, int *flag, MPI_Status *st);
+int ftw_req_testall_mt(int n, const MPI_Request before[], MPI_Request reqs[],
+                       int *flag, MPI_Status sts[]);
+int ftw_req_testany_mt(int n, const MPI_Request before[], MPI_Request reqs[],
+                       int *index, int *flag, MPI_Status *st);
+int ftw_req_testsome_mt(int n, const MPI_Request before[],
+                        MPI_Request reqs[], int *outcount, int indices[],
+                        MPI_Status sts[]);
+int ftw_req_cancel_mt(MPI_Request *req);
+int ftw_req_free_mt(MPI_Request *req);
+void ftw_req_hold(void);
+void ftw_req_unhold(void);
+
+static inline int ftw_req_test(MPI_Request *req, int *flag, MPI_Status *st)
+{
+    return ftw_unlikely(ftw_threaded) ? ftw_req_test_mt(req, flag, st)
+                                      : PMPI_Test(req, flag, st);
+}
+
+static inline int ftw_req_testall(int n, const MPI_Request before[],
+                                  MPI_Request reqs[], int *flag,
+                                  MPI_Status sts[])
+{
+    return ftw_unlikely(ftw_threaded)
+           ? ftw_req_testall_mt(n, before, reqs, flag, sts)
+           : PMPI_Testall(n, reqs, flag, sts);
+}
+
+static inline int ftw_req_testany(int n, const MPI_Request before[],
+                                  MPI_Request reqs[], int *index, int *flag,
+                                  MPI_Status *st)
+{
+    return ftw_unlikely(ftw_threaded)
+           ? ftw_req_testany_mt(n, before, reqs, index, flag, st)
+           : PMPI_Testany(n, reqs, index, flag, st);
+}
+
+static inline int ftw_req_testsome(int n, const MPI_Request before[],
+                                   MPI_Request reqs[], int *outcount,
+                                   int indices[], MPI_Status sts[])
+{
+    return ftw_unlikely(ftw_threaded)
+           ? ftw_req_testsome_mt(n, before, reqs, outcount, indices, sts)
+           : PMPI_Testsome(n, reqs, outcount, indices, sts);
+}
+
+static inline int ftw_req_cancel(MPI_Request *req)
+{
+    return ftw_unlikely(ftw_threaded) ? ftw_req_cancel_mt(req)
+                                      : PMPI_Cancel(req);
+}
+
+static inline int ftw_req_free(MPI_Request *req)
+{
+    return ftw_unlikely(ftw_threaded) ? ftw_req_free_mt(req)
+                                      : PMPI_Request_free(req);
+}
 
 /* Native requests given up on (their peer failed and they could not be
  * cancelled): progress keeps testing them until the MPI lets go, and only
