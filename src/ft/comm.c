@@ -110,6 +110,7 @@ static void comm_free_record(ftw_comm_t *c)
     free(c->surv_of);
     free(c->local_out);
     free(c->peer_drain_seq);
+    ftw_drain_sink_forget(c);
     for (ftw_p2p_view_t *v = ftw_comm_p2p(c), *prev; v != NULL; v = prev) {
         prev = v->prev;
         free(v->of);

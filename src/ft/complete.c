@@ -308,6 +308,8 @@ static void test_progress(void)
     }
     if (ftw_unlikely(ftw_validates_pending))
         ftw_validate_progress();
+    if (ftw_unlikely(ftw_drain_sinks))
+        ftw_drain_sink_progress();
 }
 
 int ftw_test(MPI_Request *req, int *flag, MPI_Status *status)

@@ -18,6 +18,7 @@
  * communicator reserves) and discards whatever arrives from the other
  * before it.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,12 +26,133 @@
 #include "ft/agree.h"
 #include "ft/comm.h"
 #include "ft/ft.h"
+#include "ft/lock.h"
 #include "ft/op.h"
 #include "ft/stash.h"
 #include "util/log.h"
 #include "util/stats.h"
 
 #define TAG_DRAIN_COMM 30002
+
+/* ---- the sink ------------------------------------------------------------ */
+
+typedef struct sink {
+    MPI_Comm comm;              /* a view a drain left */
+    const ftw_comm_t *owner;
+    struct sink *next;
+} sink_t;
+
+typedef struct sunk {
+    MPI_Request req;            /* a dropped message's receive */
+    void *buf;
+    struct sunk *next;
+} sunk_t;
+
+_Atomic int ftw_drain_sinks;
+static sink_t *sinks;
+static sunk_t *sunk;
+static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void sink_add(const ftw_comm_t *c, MPI_Comm comm)
+{
+    sink_t *k = malloc(sizeof(*k));
+
+    if (k == NULL) {
+        ftw_warn_sparse("out of memory: messages sent before a drain stay "
+                        "unreceived (their senders wait)");
+        return;
+    }
+    k->comm = comm;
+    k->owner = c;
+    ftw_mt_lock(&sink_lock);
+    k->next = sinks;
+    sinks = k;
+    ftw_drain_sinks++;
+    ftw_mt_unlock(&sink_lock);
+}
+
+/*
+ * Take one message off comm into scratch memory; 1 if there was one.
+ * Communicator creation over the survivors (validate, drain, shrink,
+ * split) sends the MPI's own messages on the user's communicator with
+ * ftwrap's tags 30001-30009: those stay for it (the sink waits for the
+ * next pass).
+ */
+static int sink_take(MPI_Comm comm)
+{
+    MPI_Message msg;
+    MPI_Status st;
+    MPI_Count n = 0;
+    sunk_t *d;
+    int flag = 0;
+
+    if (PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, &st) !=
+        MPI_SUCCESS || !flag || (st.MPI_TAG > 30000 && st.MPI_TAG < 30010))
+        return 0;
+    if (PMPI_Improbe(st.MPI_SOURCE, st.MPI_TAG, comm, &flag, &msg, &st) !=
+        MPI_SUCCESS || !flag)
+        return 0;
+    PMPI_Get_elements_x(&st, MPI_BYTE, &n);
+    d = malloc(sizeof(*d));
+    if (d != NULL)
+        d->buf = malloc((size_t)n + 1);
+    if (d == NULL || d->buf == NULL ||
+        PMPI_Imrecv(d->buf, (int)n, MPI_BYTE, &msg, &d->req) != MPI_SUCCESS) {
+        /* The message stays matched and unreceived: its sender waits. */
+        ftw_warn_sparse("out of memory: a message sent before a drain is "
+                        "left unreceived");
+        if (d != NULL)
+            free(d->buf);
+        free(d);
+        return 1;
+    }
+    ftw_stat_add(FTW_STAT_DRAIN_DROPPED, 1);
+    d->next = sunk;
+    sunk = d;
+    return 1;
+}
+
+void ftw_drain_sink_progress(void)
+{
+    if (ftw_mt_trylock(&sink_lock) != 0)
+        return;     /* another thread is at it */
+    for (sink_t *k = sinks; k != NULL; k = k->next)
+        for (int i = 0; i < 16 && sink_take(k->comm); i++)
+            ;
+    for (sunk_t **pp = &sunk; *pp != NULL;) {
+        sunk_t *d = *pp;
+        int flag = 0;
+
+        PMPI_Test(&d->req, &flag, MPI_STATUS_IGNORE);
+        if (!flag) {
+            pp = &d->next;
+            continue;
+        }
+        *pp = d->next;
+        free(d->buf);
+        free(d);
+    }
+    ftw_mt_unlock(&sink_lock);
+}
+
+void ftw_drain_sink_forget(const ftw_comm_t *c)
+{
+    if (ftw_drain_sinks == 0)
+        return;
+    ftw_mt_lock(&sink_lock);
+    for (sink_t **pp = &sinks; *pp != NULL;) {
+        sink_t *k = *pp;
+
+        if (k->owner != c) {
+            pp = &k->next;
+            continue;
+        }
+        *pp = k->next;
+        free(k);
+        ftw_drain_sinks--;
+    }
+    ftw_mt_unlock(&sink_lock);
+}
 
 /* Cancel the outstanding receives of comm (from peer, or from anyone if
  * peer < 0): they must not match anything the drain leaves behind.  Their
@@ -45,7 +167,7 @@ static void cancel_receives(ftw_req_t *e, void *arg)
     if (want->peer >= 0 && e->info.peer != want->peer &&
         e->info.peer != MPI_ANY_SOURCE)
         return;
-    PMPI_Cancel(&e->key);
+    ftw_req_cancel_once_locked(e);
 }
 
 /* A request the drain cancelled completes "cancelled"; its wait reports
@@ -96,6 +218,7 @@ static int drain_move(ftw_comm_t *c, const uint8_t *failed)
      * are collective over it). */
     v->prev = ftw_comm_p2p(c);
     atomic_store_explicit(&c->p2pv, v, memory_order_release);
+    sink_add(c, v->prev != NULL ? v->prev->comm : c->user);
     if (v->prev == NULL) {
         ftw_p2p_moved++;
         ftw_noisy++;

@@ -576,6 +576,8 @@ void ftw_poll_idle(ftw_poll_t *p)
     ftw_xport_progress();   /* shm receivers wait for this process */
     if (ftw_unlikely(ftw_validates_pending))
         ftw_validate_progress();
+    if (ftw_unlikely(ftw_drain_sinks) && (p->spins & 15) == 0)
+        ftw_drain_sink_progress();
     if ((p->spins & 63) == 0) {
         ftw_detect_peek();
         ftw_grave_progress();
@@ -741,19 +743,97 @@ int ftw_req_drained(const ftw_comm_t *c, const ftw_reqinfo_t *info)
 {
     const ftw_p2p_view_t *v;
 
-    if (c->drain_seq > info->drain_seq)
+    /* Threads may post while another drains: what counts is whether the
+     * request runs on the view now in use, not the sequence number it
+     * read before its route (ftw_p2p_view_t). */
+    if (ftw_unlikely(ftw_threaded) && info->kind != FTW_OP_COLL &&
+        (v = ftw_comm_p2p(c)) != NULL) {
+        if ((const void *)v != info->view)
+            return 1;
+    } else if (c->drain_seq > info->drain_seq) {
         return 1;
-    /* Posted on an earlier view: a thread posting while another drained. */
-    if (ftw_unlikely(ftw_threaded) && ftw_p2p_moved &&
-        info->kind != FTW_OP_COLL && (v = ftw_comm_p2p(c)) != NULL &&
-        (const void *)v != info->view)
-        return 1;
+    }
     if (c->peer_drain_seq == NULL)
         return 0;
     return (info->peer >= 0 && info->peer < c->size &&
             c->peer_drain_seq[info->peer] > info->drain_seq) ||
            (info->peer2 >= 0 && info->peer2 < c->size &&
             c->peer_drain_seq[info->peer2] > info->drain_seq);
+}
+
+/*
+ * A request a drain cut whose peer lives.  Given up, it would stay with
+ * the MPI: a send its receiver had matched would go on reading a buffer
+ * the program takes back, a receive would go on writing one.  So a
+ * receive is cancelled and waited for (cancelled, or matched and then
+ * whole), and a send is left to complete: a receive of the peer's had
+ * matched it, or the peer's drain sink (drain.c) takes it and drops it,
+ * either while the peer calls MPI.  Only a failure (of the peer; for a
+ * wildcard receive, any in the communicator, now or before) ends the
+ * wait early, as a failure ends any request.  A nonblocking check leaves it pending.
+ * A send ends FTW_ERR_DRAINED unless it had completed at the first test;
+ * a receive that had matched completes normally.
+ */
+static int drain_cut(ftw_comm_t *c, const ftw_reqinfo_t *info,
+                     MPI_Request *req, MPI_Status *status, int blocking)
+{
+    int recv = info->kind == FTW_OP_RECV && info->peer2 < 0;
+    uint32_t epoch0 = ftw_seen_epoch;
+    MPI_Status st;
+    ftw_poll_t p;
+    int flag = 0, first = 1;
+
+    /* A wildcard receive may have matched a message of a process that
+     * failed since: with failures in the communicator it is cut as for a
+     * failure. */
+    ftw_comm_refresh(c);
+    if (info->rndv || op_failed_peer(c, info) >= 0 ||
+        (recv && !recv_cancellable(info, info->peer)) ||
+        (info->peer < 0 && c->nfailed > 0))
+        return op_cut(info, req, status, info->peer, FTW_ERR_DRAINED);
+    ftw_poll_init(&p);
+    for (;;) {
+        int rc = ftw_req_test(req, &flag, &st);
+
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if (flag)
+            break;
+        if (recv && first)
+            ftw_req_cancel(req);    /* once per table record */
+        first = 0;
+        if (op_failed_peer(c, info) >= 0 ||
+            (info->peer < 0 && ftw_comm_failed_since(c, epoch0)))
+            return op_cut(info, req, status, info->peer, FTW_ERR_DRAINED);
+        if (!blocking)
+            return FTW_PENDING_CODE;
+        ftw_poll_idle(&p);
+        ftw_poll_changed(&p);
+    }
+    if (recv) {
+        int cancelled = 0, rc = MPI_SUCCESS;
+
+        PMPI_Test_cancelled(&st, &cancelled);
+        if (cancelled) {
+            ftw_stat_add(FTW_STAT_RECV_CANCELLED, 1);
+            ftw_status_fail(status, FTW_ERR_DRAINED, info->peer);
+            return FTW_ERR_DRAINED;
+        }
+        if (ftw_unlikely(ftw_cut_seq != 0))
+            rc = req_cut(info, &st);
+        if (rc == MPI_SUCCESS && info->rndv)
+            rc = ftw_rndv_finish(info, &st);
+        if (status != MPI_STATUS_IGNORE)
+            *status = st;
+        return rc;
+    }
+    if (first) {
+        if (status != MPI_STATUS_IGNORE)
+            *status = st;
+        return MPI_SUCCESS;
+    }
+    ftw_status_fail(status, FTW_ERR_DRAINED, info->peer);
+    return FTW_ERR_DRAINED;
 }
 
 /* Interrupt mode: a blocking call returns when a process of its
@@ -779,7 +859,7 @@ int ftw_req_failcheck(const ftw_reqinfo_t *info, MPI_Request *req,
     if (ftw_unlikely(c->revoked))
         return op_cut(info, req, status, info->peer, MPIX_ERR_REVOKED);
     if (ftw_req_drained(c, info))
-        return op_cut(info, req, status, info->peer, FTW_ERR_DRAINED);
+        return drain_cut(c, info, req, status, blocking);
     bad = op_failed_peer(c, info);
     if (info->kind == FTW_OP_SEND || info->kind == FTW_OP_SSEND)
         return bad >= 0 ? send_abandon(req, status, bad,

@@ -244,12 +244,25 @@ int ftw_req_testsome_mt(int n, const MPI_Request before[],
     return rc;
 }
 
+int ftw_req_cancel_once_locked(ftw_req_t *e)
+{
+    if (e->info.cancelled)
+        return 0;
+    e->info.cancelled = 1;
+    return PMPI_Cancel(&e->key) == MPI_SUCCESS;
+}
+
 int ftw_req_cancel_mt(MPI_Request *req)
 {
-    int rc;
+    long at;
+    int rc = MPI_SUCCESS;
 
     req_table_lock();
-    rc = PMPI_Cancel(req);
+    at = req_slot_find(*req);
+    if (at < 0)
+        rc = PMPI_Cancel(req);
+    else
+        ftw_req_cancel_once_locked(req_slots[at].e);
     req_table_unlock();
     return rc;
 }

@@ -37,6 +37,8 @@ typedef struct {
     uint8_t failed_at_start; /* a nonblocking send to a process known
                               * failed: posted to MPI_PROC_NULL, it
                               * completes with FTW_ERR_PROC_FAIL_STOP */
+    uint8_t cancelled;  /* PMPI_Cancel was called on it (Open MPI's
+                         * receive cancel must not run twice) */
     uint32_t coll_gen;  /* FTW_OP_COLL: the communicator's coll_gen */
     uint32_t cut_seq;   /* FTW_OP_COLL: ftw_cut_seq when posted */
     uint32_t drain_seq; /* ftw_drain_seq when posted */
@@ -116,6 +118,8 @@ int ftw_req_testsome_mt(int n, const MPI_Request before[],
                         MPI_Request reqs[], int *outcount, int indices[],
                         MPI_Status sts[]);
 int ftw_req_cancel_mt(MPI_Request *req);
+/* Cancel a recorded request once (the table locked): 0 if it was. */
+int ftw_req_cancel_once_locked(ftw_req_t *e);
 int ftw_req_free_mt(MPI_Request *req);
 void ftw_req_hold(void);
 void ftw_req_unhold(void);

@@ -21,6 +21,7 @@
     _(VALIDATES,      "validates",      "FTW_Comm_validate completed")  \
     _(HANDLERS_RUN,   "failhandlers_run", "failure handler calls")       \
     _(DRAINS,         "drains",         "drains (all or one peer)")      \
+    _(DRAIN_DROPPED,  "drain_dropped",  "messages from before a drain dropped") \
     _(QUARANTINED,    "quarantined",    "receive buffers quarantined") \
     _(REVOKES,        "revokes",        "MPIX_Comm_revoke calls")        \
     _(SHRINKS,        "shrinks",        "MPIX_Comm_shrink completed")    \
