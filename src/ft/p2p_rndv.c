@@ -253,6 +253,12 @@ int ftw_rndv_send_op(const void *buf, int count, MPI_Datatype dt, int dest,
                        : FTW_XPORT_ID_NATIVE;
     if (xport == FTW_XPORT_ID_NATIVE || op.npeer < 0)
         return send_native(&op, buf, count, dt, tag, request);
+    /* A blocking send has one message in flight and its sender only
+     * waits: the receiver reads it alone (cma), not through the shm
+     * pipeline, whose speed hangs on both processes holding a core. */
+    if (xport == FTW_XPORT_ID_SHM && request == NULL &&
+        ftw_cfg.xport == FTW_XPORT_AUTO)
+        xport = FTW_XPORT_ID_CMA;
     if (ftw_rndv_send_start(buf, count, dt, count * size, world, xport, tag,
                             op.native, op.npeer, &s) != FTW_OK)
         return ftw_raise(comm, MPI_ERR_OTHER, name, -1);
