@@ -6,7 +6,8 @@
  * before older ones from the same source.
  *
  * Rank 0 sends a sequence of N messages whose sizes mix below and above
- * the rendezvous threshold (100 B, 48 B, 4 KiB, 200 KiB, 1 MiB) and
+ * the rendezvous threshold (100 B, 64 B: the size of an RTS, 4 KiB,
+ * 200 KiB, 1 MiB) and
  * whose tags vary; each payload is its own (checksummed).  Rank 1,
  * asserts, one scenario per sequence:
  *  - MPI_Probe for the tag of a large message in the middle, then
@@ -32,7 +33,7 @@
 
 static int rank;
 static const int tags[N] = { 1, 2, 1, 3, 2, 4, 1, 3, 5, 2 };
-static const int sizes[N] = { 100, 48, 200 << 10, 1 << 20, 4096, 48,
+static const int sizes[N] = { 100, 64, 200 << 10, 1 << 20, 4096, 64,
                               200 << 10, 100, 1 << 20, 200 << 10 };
 static unsigned char *sb[N], *rb;
 

@@ -198,6 +198,31 @@ static int peer_world(MPI_Comm comm, int peer)
     return c->peer_world[peer];
 }
 
+#define SEND_SETTLE_SEC 0.5
+
+int ftw_rndv_send_settle(const ftw_reqinfo_t *info, MPI_Request *req,
+                         MPI_Status *st)
+{
+    int world = peer_world(info->comm, info->peer), flag = 0;
+    double end = PMPI_Wtime() + SEND_SETTLE_SEC;
+
+    for (unsigned i = 0; world >= 0 && !ftw_detect_is_failed(world); i++) {
+        if (PMPI_Test(req, &flag, st) != MPI_SUCCESS)
+            return 0;
+        if (flag)
+            return 1;
+        ftw_xport_progress();   /* an shm pull needs this process */
+        if ((i & 15) == 0) {
+            if (PMPI_Wtime() > end)
+                return 0;
+            ftw_rndv_progress_recvs();
+            ftw_rndv_progress();
+            ftw_detect_peek();
+        }
+    }
+    return 0;
+}
+
 /* A large send the MPI carries: what the wrapper would have done. */
 static int send_native(ftw_op_t *op, const void *buf, int count,
                        MPI_Datatype dt, int tag, MPI_Request *request)
