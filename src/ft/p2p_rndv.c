@@ -891,9 +891,14 @@ int ftw_rndv_finish_raise(const ftw_reqinfo_t *info, MPI_Status *st,
 
 void ftw_rndv_peek(MPI_Request req, MPI_Status *st)
 {
+    ftw_req_t *e = ftw_req_find(req);
     ftw_reqinfo_t info;
     const rstate_t *rs;
 
+    /* Its message may have come since the last progress pass: finished
+     * now, so the status gives the pulled message. */
+    if (e != NULL)
+        early_one(e, NULL);
     if (st == MPI_STATUS_IGNORE || !ftw_req_lookup(req, &info) ||
         !(info.rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) ||
         (rs = info.owned) == NULL)
