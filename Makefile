@@ -10,6 +10,8 @@
 #                   STRESS_N=20 runs each), count hangs and corruptions
 #   make verbs-lab-smoke  soft-RoCE VM check (scripts/verbs-lab; needs
 #                   scripts/setup --lab): rxe0 and an RC ping-pong, both MTUs
+#   make check-rndv-1k  the transparency tests (p2p_*, rndv_*) under ftwrap
+#                   with the rendezvous threshold forced down to 1 KiB
 #   make check-verbs  the rendezvous tests over ftwrap's verbs transport in
 #                   the soft-RoCE VM, both MPIs, MTU 4096 (ODP) and 1024
 #   make install PREFIX=/usr/local
@@ -40,7 +42,7 @@ GEN_SRCS := gen/ftwgen.py gen/rules.py
 TEST_SRCS := $(sort $(wildcard tests/*.c))
 TOOLS := build/bin/ftw-supervise build/bin/ftw-info
 
-.PHONY: all lib tests tools check check-verbs check-cluster demo bench stress verbs-lab-smoke install clean setup
+.PHONY: all lib tests tools check check-rndv-1k check-verbs check-cluster demo bench stress verbs-lab-smoke install clean setup
 all: lib tools tests
 
 # ---- per-MPI rules ------------------------------------------------------
@@ -120,6 +122,14 @@ check: all
 	echo "=== verbs transport in the soft-RoCE lab ==="; \
 	{ scripts/setup --lab && scripts/check-verbs; } || st=1; \
 	exit $$st
+
+# TEST_ENV wins over the tests' own env= lines (tests/run).
+check-rndv-1k: all
+	@st=0; for m in $(MPIS); do \
+	  echo "=== $$m, ftwrap, FTW_RNDV_THRESHOLD=1k ==="; \
+	  TEST_ENV=FTW_RNDV_THRESHOLD=1k prove -e "tests/run $$m ftwrap" \
+	    $$(ls build/$$m/tests/p2p_* build/$$m/tests/rndv_*) || st=1; \
+	done; exit $$st
 
 demo: all
 	@for m in $(MPIS); do scripts/demo/run $$m || exit 1; done

@@ -2,7 +2,7 @@
  * pingpong: two-rank MPI latency and bandwidth benchmark for ftwrap.
  *
  *   pingpong [--sizes LIST] [--iters SCALE] [--reps N] [--window W]
- *            [--lat-only | --bw-only]
+ *            [--lat-only | --bw-only] [--onebuf]
  *
  * Latency: rank 0 sends a message of the given size, rank 1 answers with one
  * of the same size; the time reported is half the round trip, in µs.
@@ -12,7 +12,9 @@
  * rate is bytes moved over rank 0's time, in GB/s (1e9 bytes/s).  Every
  * message of a window has a buffer of its own (MPI forbids overlapping
  * receive buffers), so the window is cut to fit 256 MiB when size * W is
- * larger: at 64 MiB it is 4.  A "# window" line says so.
+ * larger: at 64 MiB it is 4.  A "# window" line says so.  --onebuf is
+ * osu_bw's way instead: all W sends from one buffer, all W receives into
+ * one buffer, the window never cut.
  *
  * Sizes default to 1 B, 2 B, 4 B, ... 64 MiB.  --sizes takes a comma
  * separated list, each number optionally with a K, M or G (binary) suffix.
@@ -65,6 +67,7 @@ struct opts {
     int window;
     int lat;
     int bw;
+    int onebuf;
 };
 
 /* ---- data pattern ----------------------------------------------------- */
@@ -301,16 +304,19 @@ static void bench_lat(size_t size, const struct opts *o, uint8_t *sbuf,
     }
 }
 
-/* One window: rank 0 sends `w` messages from its slots, rank 1 receives. */
+/* One window: rank 0 sends `w` messages from its slots, rank 1 receives
+ * (onebuf: every message from slot 0 into slot 0). */
 static inline void window_once(uint8_t *buf, size_t size, int w, long it,
                                unsigned seed, MPI_Request *req,
-                               MPI_Status *st)
+                               MPI_Status *st, int onebuf)
 {
+    int nslots = onebuf ? 1 : w;
     char ack = 0;
     if (rank == 0) {
         for (int j = 0; j < w; j++) {
-            uint8_t *m = buf + (size_t)j * size;
-            set_marks(m, size, seed, it, j);
+            uint8_t *m = buf + (size_t)(j % nslots) * size;
+            if (j < nslots)
+                set_marks(m, size, seed, it, j);
             MPI_Isend(m, (int)size, MPI_BYTE, 1, TAG_BW, MPI_COMM_WORLD,
                       &req[j]);
         }
@@ -319,11 +325,11 @@ static inline void window_once(uint8_t *buf, size_t size, int w, long it,
                  MPI_STATUS_IGNORE);
     } else {
         for (int j = 0; j < w; j++)
-            MPI_Irecv(buf + (size_t)j * size, (int)size, MPI_BYTE, 0, TAG_BW,
-                      MPI_COMM_WORLD, &req[j]);
+            MPI_Irecv(buf + (size_t)(j % nslots) * size, (int)size, MPI_BYTE,
+                      0, TAG_BW, MPI_COMM_WORLD, &req[j]);
         MPI_Waitall(w, req, st);
         MPI_Send(&ack, 1, MPI_CHAR, 0, TAG_ACK, MPI_COMM_WORLD);
-        for (int j = 0; j < w; j++)
+        for (int j = 0; j < nslots; j++)
             check_marks("bandwidth", buf + (size_t)j * size, size, seed, it, j);
     }
 }
@@ -332,7 +338,8 @@ static void bench_bw(size_t size, const struct opts *o, uint8_t *buf,
                      MPI_Request *req, MPI_Status *st)
 {
     unsigned seed = seed_of(0, size);
-    int w = bw_window(size, o->window);
+    int w = o->onebuf ? o->window : bw_window(size, o->window);
+    int nslots = o->onebuf ? 1 : w;
     long nwin = bw_windows(size, w, o->scale);
     long warm = nwin / 10 < 1 ? 1 : nwin / 10;
     double t[MAX_REPS];
@@ -341,7 +348,7 @@ static void bench_bw(size_t size, const struct opts *o, uint8_t *buf,
     if (rank == 0 && w != o->window)
         printf("# window %zu %d\n", size, w);
 
-    for (int j = 0; j < w; j++) {
+    for (int j = 0; j < nslots; j++) {
         uint8_t *m = buf + (size_t)j * size;
         if (rank == 0)
             fill_base(m, size, seed);
@@ -350,23 +357,23 @@ static void bench_bw(size_t size, const struct opts *o, uint8_t *buf,
     }
     MPI_Barrier(MPI_COMM_WORLD);
 
-    window_once(buf, size, w, it, seed, req, st);
+    window_once(buf, size, w, it, seed, req, st, o->onebuf);
     if (rank == 1)
-        for (int j = 0; j < w; j++)
+        for (int j = 0; j < nslots; j++)
             check_full("bandwidth", buf + (size_t)j * size, size, seed, it, j);
     for (it = 1; it < warm; it++)
-        window_once(buf, size, w, it, seed, req, st);
+        window_once(buf, size, w, it, seed, req, st, o->onebuf);
 
     for (int r = 0; r < o->reps; r++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         for (long i = 0; i < nwin; i++, it++)
-            window_once(buf, size, w, it, seed, req, st);
+            window_once(buf, size, w, it, seed, req, st, o->onebuf);
         double dt = MPI_Wtime() - t0;
         t[r] = (double)size * (double)w * (double)nwin / dt / 1e9;
     }
     if (rank == 1)
-        for (int j = 0; j < w; j++)
+        for (int j = 0; j < nslots; j++)
             check_full("bandwidth", buf + (size_t)j * size, size, seed, it - 1,
                        j);
 
@@ -385,7 +392,8 @@ static int usage(const char *msg)
             fprintf(stderr, "pingpong: %s\n", msg);
         fprintf(stderr,
                 "usage: pingpong [--sizes N[K|M|G][,...]] [--iters SCALE] "
-                "[--reps N] [--window W] [--lat-only | --bw-only]\n");
+                "[--reps N] [--window W] [--lat-only | --bw-only] "
+                "[--onebuf]\n");
     }
     return 2;
 }
@@ -418,6 +426,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->reps = 5;
     o->window = 64;
     o->lat = o->bw = 1;
+    o->onebuf = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -456,6 +465,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             o->bw = 0;
         } else if (!strcmp(a, "--bw-only")) {
             o->lat = 0;
+        } else if (!strcmp(a, "--onebuf")) {
+            o->onebuf = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             return usage(NULL);
         } else {
@@ -497,7 +508,7 @@ int main(int argc, char **argv)
     size_t maxsize = 0, maxwin = 0;
     for (int i = 0; i < o.nsizes; i++) {
         size_t s = o.sizes[i];
-        size_t w = s * (size_t)bw_window(s, o.window);
+        size_t w = s * (size_t)(o.onebuf ? 1 : bw_window(s, o.window));
         if (s > maxsize)
             maxsize = s;
         if (w > maxwin)

@@ -724,12 +724,18 @@ static int send_abandon(MPI_Request *req, MPI_Status *status, int dest,
 static int op_cut(const ftw_reqinfo_t *info, MPI_Request *req,
                   MPI_Status *status, int peer, int code)
 {
-    ftw_comm_t *c;
+    ftw_comm_t *c = ftw_comm_get(info->comm);
     MPI_Status st;
 
+    /* A rendezvous send's request is its FIN receive: a live receiver
+     * may be pulling the buffer, its FIN is waited for first. */
+    if ((info->rndv & FTW_RNDV_SEND) && ftw_rndv_send_settle(info, req, &st)) {
+        if (status != MPI_STATUS_IGNORE)
+            *status = st;
+        return MPI_SUCCESS;
+    }
     if (info->kind == FTW_OP_RECV && info->peer2 < 0)
         return recv_cancel(info, req, status, peer, code);
-    c = ftw_comm_get(info->comm);
     if (c != NULL && op_failed_peer(c, info) < 0 && req_settle(req, &st)) {
         if (status != MPI_STATUS_IGNORE)
             *status = st;

@@ -59,6 +59,15 @@ int ftw_rndv_finish_raise(const ftw_reqinfo_t *info, MPI_Status *st,
  * something else, and MPI_Testall (all or none) go on. */
 void ftw_rndv_progress_recvs(void);
 
+/* A rendezvous send (req, its FIN receive) is being cut (a revocation,
+ * a drain) while its receiver may be pulling the buffer: wait for the
+ * FIN up to half a second while the receiver lives, finishing this
+ * process's own receives meanwhile (two processes cutting their sends to
+ * each other would otherwise both wait for pulls nobody makes).  1 if
+ * the FIN came (*st its status). */
+int ftw_rndv_send_settle(const ftw_reqinfo_t *info, MPI_Request *req,
+                         MPI_Status *st);
+
 /* MPI_Request_get_status found req complete: describe the message of a
  * receive finished early in st (the request stays). */
 void ftw_rndv_peek(MPI_Request req, MPI_Status *st);

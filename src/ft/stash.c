@@ -5,7 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "detect/detect.h"
+#include "ft/comm.h"
+#include "ftwrap.h"
 #include "util/log.h"
+#include "xport/xport.h"
 
 int ftw_stash_n;
 static ftw_stash_t *head, **tail = &head;
@@ -47,43 +51,100 @@ static void describe(const ftw_stash_t *e, MPI_Status *st)
     PMPI_Status_set_elements_x(st, MPI_BYTE, e->size);
 }
 
+/* Receive matched message msg of n bytes into e (its header, or a data
+ * block of its own), watching its sender: a large message the MPI moves
+ * itself may need the sender to finish. */
+static int take_message(ftw_op_t *op, ftw_stash_t *e, MPI_Message *msg,
+                        MPI_Count n, MPI_Status *mst)
+{
+    ftw_comm_t *c = ftw_comm_get(op->info.comm);
+    int world = -1, src = mst->MPI_SOURCE, flag = 0, rc;
+    void *dst = e->hdr;
+    MPI_Request req;
+
+    if (n != FTW_RTS_SIZE) {
+        e->data = malloc(n > 0 ? (size_t)n : 1);
+        if (e->data == NULL || n > INT32_MAX) {
+            ftw_error("%s: no room for a message of %lld bytes taken "
+                      "ahead of a probed one", op->name, (long long)n);
+            free(e->data);
+            e->data = NULL;
+            return MPI_ERR_NO_MEM;
+        }
+        dst = e->data;
+    }
+    rc = PMPI_Imrecv(dst, (int)n, MPI_BYTE, msg, &req);
+    if (c != NULL && !c->is_inter && src >= 0 && src < c->size)
+        world = c->peer_world[src];
+    while (rc == MPI_SUCCESS && !flag) {
+        rc = PMPI_Test(&req, &flag, mst);
+        if (rc != MPI_SUCCESS || flag)
+            break;
+        ftw_xport_progress();
+        if (world >= 0 && world < ftw_detect_world_size() &&
+            ftw_detect_is_failed(world)) {
+            /* Kept until the MPI lets go of it, with its buffer. */
+            ftw_rndv_loose_add(req, e->data);
+            e->data = NULL;
+            return FTW_ERR_PROC_FAIL_STOP;
+        }
+    }
+    e->n = n;
+    return rc;
+}
+
 /* Take the RTS-sized message st describes out of the MPI into a new
- * entry at the stash's end. */
+ * entry at the stash's end, after every older message from its source
+ * (of other tags, which the probe did not match): entries from a source
+ * are then all older than its messages still in the MPI, so a receive of
+ * any tag selection that takes the oldest matching entry first keeps
+ * MPI's order.  *e_p: the probed message's entry. */
 static int pull_in(ftw_op_t *op, const MPI_Status *st, ftw_stash_t **e_p)
 {
-    ftw_stash_t *e = calloc(1, sizeof(*e));
-    MPI_Message msg;
-    MPI_Status mst;
-    int flag = 0, rc;
+    for (;;) {
+        ftw_stash_t *e = calloc(1, sizeof(*e));
+        MPI_Message msg;
+        MPI_Status mst;
+        MPI_Count n = 0;
+        int flag = 0, rc, probed;
 
-    if (e == NULL) {
-        ftw_error("%s: out of memory", op->name);
-        return MPI_ERR_NO_MEM;
+        if (e == NULL) {
+            ftw_error("%s: out of memory", op->name);
+            return MPI_ERR_NO_MEM;
+        }
+        /* The oldest message of that source; the oldest of the probe's
+         * tag is the one it saw: an older one would have matched too. */
+        rc = PMPI_Improbe(st->MPI_SOURCE, MPI_ANY_TAG, op->native, &flag,
+                          &msg, &mst);
+        if (rc == MPI_SUCCESS && flag)
+            rc = PMPI_Get_elements_x(&mst, MPI_BYTE, &n);
+        if (rc != MPI_SUCCESS || !flag) {
+            ftw_error("%s: the probed message went away", op->name);
+            free(e);
+            return rc != MPI_SUCCESS ? rc : MPI_ERR_INTERN;
+        }
+        probed = mst.MPI_TAG == st->MPI_TAG && n == FTW_RTS_SIZE;
+        rc = take_message(op, e, &msg, n, &mst);
+        if (rc != MPI_SUCCESS) {
+            free(e);
+            return rc;
+        }
+        e->comm = op->info.comm;
+        e->nsrc = mst.MPI_SOURCE;
+        ftw_status_to_user(op->info.p2p_user, op->info.p2p_n, &mst);
+        e->usrc = mst.MPI_SOURCE;
+        e->tag = mst.MPI_TAG;
+        e->size = n;
+        if (e->data == NULL && ftw_rndv_is_rts(e->hdr, FTW_RTS_SIZE))
+            e->size = (MPI_Count)((const ftw_rts_t *)(void *)e->hdr)->size;
+        *tail = e;
+        tail = &e->next;
+        ftw_stash_n++;
+        if (probed) {
+            *e_p = e;
+            return MPI_SUCCESS;
+        }
     }
-    /* The oldest message of that source and tag is the one the probe
-     * saw: an older one would have matched the probe too. */
-    rc = PMPI_Improbe(st->MPI_SOURCE, st->MPI_TAG, op->native, &flag, &msg,
-                      &mst);
-    if (rc == MPI_SUCCESS && flag)
-        rc = PMPI_Mrecv(e->hdr, FTW_RTS_SIZE, MPI_BYTE, &msg, &mst);
-    if (rc != MPI_SUCCESS || !flag) {
-        ftw_error("%s: the probed message went away", op->name);
-        free(e);
-        return rc != MPI_SUCCESS ? rc : MPI_ERR_INTERN;
-    }
-    e->comm = op->info.comm;
-    e->nsrc = mst.MPI_SOURCE;
-    ftw_status_to_user(op->info.p2p_user, op->info.p2p_n, &mst);
-    e->usrc = mst.MPI_SOURCE;
-    e->tag = mst.MPI_TAG;
-    e->size = FTW_RTS_SIZE;
-    if (ftw_rndv_is_rts(e->hdr, FTW_RTS_SIZE))
-        e->size = (MPI_Count)((const ftw_rts_t *)(void *)e->hdr)->size;
-    *tail = e;
-    tail = &e->next;
-    ftw_stash_n++;
-    *e_p = e;
-    return MPI_SUCCESS;
 }
 
 int ftw_stash_look(ftw_op_t *op, int tag, int *flag_p, MPI_Status *st,
@@ -153,8 +214,9 @@ void ftw_stash_drop(MPI_Comm comm, int usrc, int tell)
         ftw_stash_t *e = gone;
 
         gone = e->next;
-        if (tell && ftw_rndv_is_rts(e->hdr, FTW_RTS_SIZE))
+        if (tell && e->data == NULL && ftw_rndv_is_rts(e->hdr, FTW_RTS_SIZE))
             ftw_rndv_refuse((const ftw_rts_t *)(const void *)e->hdr);
+        free(e->data);
         free(e);
     }
 }
@@ -174,12 +236,18 @@ int ftw_stash_replay(ftw_stash_t *e, MPI_Comm *comm_p, int *rank_p,
                      int *tag_p, int *src_p, int *tag0_p)
 {
     int src = e->nsrc, tag0 = e->tag;
+    void *buf = e->data;
+    MPI_Count n = e->data != NULL ? e->n : FTW_RTS_SIZE;
 
-    if (ftw_rndv_replay(e->hdr, comm_p, rank_p, tag_p) != FTW_OK) {
-        free(e);
-        return MPI_ERR_OTHER;
-    }
+    if (buf == NULL && (buf = malloc(FTW_RTS_SIZE)) != NULL)
+        memcpy(buf, e->hdr, FTW_RTS_SIZE);
     free(e);
+    if (buf == NULL) {
+        ftw_error("out of memory for a probed message");
+        return MPI_ERR_NO_MEM;
+    }
+    if (ftw_rndv_replay(buf, n, comm_p, rank_p, tag_p) != FTW_OK)
+        return MPI_ERR_OTHER;
     *src_p = src;
     *tag0_p = tag0;
     return MPI_SUCCESS;

@@ -11,15 +11,15 @@
  * communicator and received from there, so its completion is an ordinary
  * rendezvous receive, with source and tag rewritten.
  *
- * Order: an entry was the oldest message from its source that matched
- * the probe that took it, so it precedes every message from that source
- * still in the MPI that matches the same (source, tag) selection; taking
- * stash entries first keeps MPI's order for every receive whose tag
- * selection is the probe's or narrower, and across sources (where MPI
- * promises none).  A receive with MPI_ANY_TAG after a probe for one tag
- * may take the probed message before an older one of another tag from
- * the same source.  Persistent and send-receive receives do not look at
- * the stash.
+ * Order: before the probed message, every older message from its source
+ * (of tags the probe did not ask for, any size) is taken into the stash
+ * too, in order, so that a source's entries are all older than its
+ * messages still in the MPI; taking the oldest matching entry first then
+ * keeps MPI's order for every source and tag selection (MPI_ANY_TAG
+ * after a probe for one tag included), and across sources MPI promises
+ * none.  An entry that is no RTS-sized message holds its bytes (data)
+ * and is replayed whole.  Persistent receives look at the stash when
+ * started, send-receives through ftw_rndv_sendrecv.
  */
 #ifndef FTW_FT_STASH_H
 #define FTW_FT_STASH_H
@@ -35,7 +35,9 @@ typedef struct ftw_stash {
     int usrc;               /* the source's rank in comm */
     int tag;
     MPI_Count size;         /* what probes report */
-    char hdr[FTW_RTS_SIZE]; /* what came */
+    char hdr[FTW_RTS_SIZE]; /* what came (an RTS-sized message) */
+    void *data;             /* or, any other size, its n bytes */
+    MPI_Count n;
     struct ftw_stash *next;
 } ftw_stash_t;
 

@@ -180,26 +180,21 @@ int ftw_rndv_contig(MPI_Count count, MPI_Datatype dt, MPI_Aint *lb_p)
     return 1;
 }
 
-ftw_status_t ftw_rndv_replay(const void *hdr, MPI_Comm *comm_p, int *rank_p,
-                             int *tag_p)
+ftw_status_t ftw_rndv_replay(void *buf, MPI_Count n, MPI_Comm *comm_p,
+                             int *rank_p, int *tag_p)
 {
     static unsigned seq;
     int tag = 1 + (int)(seq++ % (FIN_TAG_BASE - 1));  /* below the FINs' */
-    void *copy = malloc(FTW_RTS_SIZE);
     MPI_Request req;
 
-    if (copy == NULL) {
-        ftw_error("out of memory for a probed message");
-        return FTW_ST_NO_MEMORY;
-    }
-    memcpy(copy, hdr, FTW_RTS_SIZE);
-    if (PMPI_Isend(copy, FTW_RTS_SIZE, MPI_BYTE, self_world, tag, rndv_comm,
+    if (n > INT32_MAX ||
+        PMPI_Isend(buf, (int)n, MPI_BYTE, self_world, tag, rndv_comm,
                    &req) != MPI_SUCCESS) {
         ftw_error("MPI_Isend of a probed message to self failed");
-        free(copy);
+        free(buf);
         return FTW_ST_MPI_ERROR;
     }
-    ftw_rndv_loose_add(req, copy);
+    ftw_rndv_loose_add(req, buf);
     *comm_p = rndv_comm;
     *rank_p = self_world;
     *tag_p = tag;

@@ -105,11 +105,12 @@ ftw_status_t ftw_rndv_recv(const ftw_rts_t *rts, void *buf, MPI_Count count,
  * failed): its request ends in error rather than wait. */
 void ftw_rndv_refuse(const ftw_rts_t *rts);
 
-/* Send the FTW_RTS_SIZE bytes at hdr to this process again, on the
- * rendezvous communicator: a receive from rank *rank_p with tag *tag_p
- * on *comm_p gets them (a probed header handed back to the MPI). */
-ftw_status_t ftw_rndv_replay(const void *hdr, MPI_Comm *comm_p, int *rank_p,
-                             int *tag_p);
+/* Send the n bytes at buf (malloc'd; taken, freed once sent) to this
+ * process again, on the rendezvous communicator: a receive from rank
+ * *rank_p with tag *tag_p on *comm_p gets them (a probed message handed
+ * back to the MPI). */
+ftw_status_t ftw_rndv_replay(void *buf, MPI_Count n, MPI_Comm *comm_p,
+                             int *rank_p, int *tag_p);
 
 /* Contiguity of count dt: nonzero if the data is one block, which then
  * starts *lb_p bytes from the buffer address. */

@@ -70,11 +70,11 @@ static const ftw_cfg_row_t cfg_table[] = {
       "as MPI-4's mpi_initial_errhandler (also set in MPI_INFO_ENV); none: "
       "the MPI's default (ftwrun --initial-errhandler sets it).",
       FTW_CFG_ENUM, FTW_CFG_FIELD(initial_errhandler), ftw_errh_names },
-    { "FTW_RNDV_THRESHOLD", "0",
+    { "FTW_RNDV_THRESHOLD", "128k",
       "Point-to-point messages of at least this many bytes to a process on "
       "this host (or, over verbs, on another) go through ftwrap's own "
       "rendezvous (the receiver pulls the data); 0 turns it off.  Values "
-      "below 1k are raised to 1k.",
+      "below 1k are raised to 1k.  Off under MPI_THREAD_MULTIPLE.",
       FTW_CFG_SIZE, FTW_CFG_FIELD(rndv_threshold), NULL },
     { "FTW_XPORT", "auto",
       "Rendezvous transport: auto (on this host, per message size the "

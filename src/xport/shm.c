@@ -53,7 +53,8 @@
 #define SHM_SPINS_BEFORE_YIELD 20000
 #define SHM_SERVE_LINGER 256    /* idle scans a busy server waits on */
 #define SHM_MIN_FRAG 16384
-#define SHM_STALL_MS 20.0       /* a silent sender: read it with cma */
+#define SHM_STALL_MS 0.2        /* a silent sender: read it with cma */
+#define SHM_COOL_MS 100.0       /* and keep to cma with it that long */
 
 /* One slot: the receiver's line (request) and the sender's (answer). */
 typedef struct {
@@ -89,6 +90,7 @@ typedef struct {
     int peer;
     int32_t key, pid;       /* in: the sender's fd number and pid */
     uint64_t seq;           /* in: the last request number issued */
+    double cma_until;       /* in: pulls use cma until then (now_ms) */
     shm_expo_t *expo;       /* out: exposed ranges */
     int nexpo, capexpo;
     atomic_flag busy;       /* in: a pull is using it */
@@ -477,10 +479,13 @@ static double now_ms(void)
 
 /* Wait for the answer to request number want in sl, watching the
  * sender and serving this process's own receivers meanwhile.  A sender
- * that answers nothing for SHM_STALL_MS is not inside an MPI call that
- * ftwrap drives (it computes, or waits in a call passed straight to the
- * MPI): FTW_ST_UNSUPPORTED then, and the caller reads the rest with
- * cma, which needs no help from the sender. */
+ * that answers nothing for SHM_STALL_MS is not copying now: it is
+ * outside the MPI calls ftwrap drives (it computes, or waits in a call
+ * passed straight to the MPI), or it has no core (a loaded host, where
+ * the pipeline, which needs both processes running, is slower than one
+ * copy).  FTW_ST_UNSUPPORTED then: the caller reads the rest with cma,
+ * which needs no help from the sender, and so do the pulls from that
+ * sender for the next SHM_COOL_MS. */
 static ftw_status_t frag_wait(shm_seg_t *s, shm_slot_t *sl, uint64_t want)
 {
     unsigned spins = 0;
@@ -492,11 +497,13 @@ static ftw_status_t frag_wait(shm_seg_t *s, shm_slot_t *sl, uint64_t want)
             if (ftw_detect_is_failed(s->peer))
                 return FTW_ST_PEER_FAILED;
         }
-        if ((spins & 4095) == 0) {
-            if (t0 == 0)
+        if ((spins & 63) == 0) {
+            if (t0 == 0) {
                 t0 = now_ms();
-            else if (now_ms() - t0 > SHM_STALL_MS)
+            } else if (now_ms() - t0 > SHM_STALL_MS) {
+                s->cma_until = now_ms() + SHM_COOL_MS;
                 return FTW_ST_UNSUPPORTED;
+            }
         }
         if ((spins & 15) == 0 &&
             atomic_load_explicit(&ftw_xport_shm_exposed,
@@ -524,6 +531,36 @@ static void frag_inject(const ftw_xport_src_t *src, uint64_t off,
     }
 }
 
+/* The rest of a pull, from off, with cma, chunk by chunk as cma pulls
+ * are: a fault injected at each FTW_RNDV_CHUNK boundary from done on
+ * (those before were injected when their fragments were asked for),
+ * the sender checked before each chunk. */
+static ftw_status_t rest_cma(const ftw_xport_src_t *src, uint64_t addr,
+                             char *dst, uint64_t off, uint64_t done,
+                             uint64_t len)
+{
+    uint64_t chunk = ftw_cfg.rndv_chunk ? ftw_cfg.rndv_chunk : len;
+
+    while (off < len) {
+        uint64_t end = (off / chunk + 1) * chunk;
+        ftw_status_t st;
+
+        end = end < len ? end : len;
+        if (off % chunk == 0 && off >= done) {
+            ftw_inject(FTW_INJECT_PULL);
+            ftw_inject_pulled(src->world, src->pid);
+        }
+        if (ftw_detect_is_failed(src->world))
+            return FTW_ST_PEER_FAILED;
+        st = ftw_xport_cma_ops.pull(src, addr + off, dst + off,
+                                    (size_t)(end - off));
+        if (st != FTW_OK)
+            return st;
+        off = end;
+    }
+    return FTW_OK;
+}
+
 /* The pipeline: up to nslots fragments asked ahead, copied out in order. */
 static ftw_status_t seg_pull(shm_seg_t *s, const ftw_xport_src_t *src,
                              uint64_t addr, char *dst, size_t len)
@@ -549,8 +586,8 @@ static ftw_status_t seg_pull(shm_seg_t *s, const ftw_xport_src_t *src,
          * answer to a later request. */
         st = frag_wait(s, sl, seq0 + k);
         if (st == FTW_ST_UNSUPPORTED)
-            return ftw_xport_cma_ops.pull(src, addr + off, dst + off,
-                                          len - off);
+            return rest_cma(src, addr, dst, off,
+                            asked * fsz < len ? asked * fsz : len, len);
         if (st != FTW_OK)
             return st;
         memcpy(dst + off, data + (k % h->nslots) * h->frag, n);
@@ -581,6 +618,8 @@ static ftw_status_t shm_pull(const ftw_xport_src_t *src, uint64_t addr,
     st = seg_in(src, &s);
     if (st != FTW_OK)
         return st;
+    if (s->cma_until != 0 && now_ms() < s->cma_until)
+        return FTW_ST_UNSUPPORTED;  /* the sender stalled lately: cma */
     if (atomic_flag_test_and_set_explicit(&s->busy, memory_order_acquire))
         return FTW_ST_UNSUPPORTED;  /* another thread pulls: use cma */
     st = seg_pull(s, src, addr, local, len);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "detect/detect.h"
 #include "util/config.h"
 #include "util/log.h"
 
@@ -189,8 +190,12 @@ ftw_xport_id_t ftw_xport_for_size(int peer, uint64_t size)
 {
     ftw_xport_id_t id = ftw_xport_for(peer);
 
+    /* auto: shm needs the sender's copies, which stop while it sleeps
+     * between polls (FTW_IDLE, a host with more ranks than CPUs): cma
+     * then, as below SHM_AUTO_MIN. */
     if (id != FTW_XPORT_ID_CMA || ftw_cfg.xport == FTW_XPORT_CMA ||
-        (ftw_cfg.xport == FTW_XPORT_AUTO && size < SHM_AUTO_MIN))
+        (ftw_cfg.xport == FTW_XPORT_AUTO &&
+         (size < SHM_AUTO_MIN || ftw_idle_sleep)))
         return id;
     if (shm_ok[peer] < 0)
         shm_ok[peer] = ftw_xport_shm_ops.reach(peer, &peers[peer]) == FTW_OK;
