@@ -277,7 +277,7 @@ static void handler_call(int i)
 
         /* The agreement only synchronises: its decision is not kept. */
         if (c->nfailed == h.nfailed ||
-            ftw_agree(c, NULL, 1, NULL, &flag) != MPI_SUCCESS)
+            ftw_agree_handler(c, &flag) != MPI_SUCCESS)
             return;
     }
     handlers[i].nfailed = c->nfailed;
