@@ -520,7 +520,7 @@ static uint64_t floor_here(const ftw_agree_t *a)
 }
 
 static int agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
-                       int handler, ftw_agree_t **agree_p)
+                       uint64_t handler, ftw_agree_t **agree_p)
 {
     ftw_agree_t *a;
     struct started *s;
@@ -539,7 +539,7 @@ static int agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
         return MPI_ERR_NO_MEM;
     }
     a->id = c->id;
-    a->seq = handler ? SEQ_HANDLER | c->fh_seq++ : c->agree_seq++;
+    a->seq = handler ? SEQ_HANDLER | handler : c->agree_seq++;
     a->owned = 1;
     a->chan = c->chan;
     if (a->chan != NULL)
@@ -713,10 +713,10 @@ int ftw_agree(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
     return MPI_SUCCESS;
 }
 
-int ftw_agree_handler(ftw_comm_t *c, int *flag_out)
+int ftw_agree_handler(ftw_comm_t *c, int nfailed, int *flag_out)
 {
     ftw_agree_t *a;
-    int rc = agree_start(c, NULL, 1, 1, &a);
+    int rc = agree_start(c, NULL, 1, (uint64_t)nfailed, &a);
 
     if (rc != MPI_SUCCESS)
         return rc;

@@ -115,10 +115,13 @@ int ftw_agree_prepare(MPI_Comm comm, ftw_comm_t **c_p, uint8_t **failed_p);
 int ftw_agree_prepare_inter(MPI_Comm comm, ftw_comm_t **c_p,
                             uint8_t **failed_p);
 
-/* A failure handler's agreement (SUBSET mode): numbered apart from the
- * others on c, so that it never takes a message of one a member runs
- * while another runs a handler; only the flag comes back. */
-int ftw_agree_handler(ftw_comm_t *c, int *flag_out);
+/* The failure handlers' agreement (SUBSET mode) for the nfailed-th
+ * failure among c's members (nfailed >= 1): numbered by that count, apart
+ * from c's other agreements, so that every member runs the same ones
+ * (one per failure, however the failures were learned) and none takes a
+ * message of an agreement another member runs meanwhile; only the flag
+ * comes back. */
+int ftw_agree_handler(ftw_comm_t *c, int nfailed, int *flag_out);
 
 /* Blocking: start, progress until decided, give the result, free. */
 int ftw_agree(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,

@@ -72,8 +72,6 @@ typedef struct ftw_comm {
     uint32_t coll_gen;      /* bumped when collectives are cut off */
     int nvalidated;         /* nfailed at the last validate */
     uint64_t agree_seq;     /* agreements run on ctl so far */
-    uint64_t fh_seq;        /* failure handlers' agreements (SUBSET mode),
-                             * numbered apart (agree.h) */
     int revoked;            /* MPIX_Comm_revoke reached this process
                              * (revoke.c): non-local calls fail */
     int idup_seen;          /* Open MPI: an MPI_Comm_idup of it was made
