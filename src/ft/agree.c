@@ -723,3 +723,44 @@ int ftw_agree_handler(ftw_comm_t *c, int nfailed, int *flag_out)
     ftw_agree_wait(a, NULL, flag_out);
     return MPI_SUCCESS;
 }
+
+int ftw_agree_settled(ftw_comm_t *c, int flag_in, int always,
+                      uint8_t *failed_out, int *flag_out)
+{
+    int n = ftw_agree_members(c), rc, ok, need;
+    int *world = malloc(sizeof(int) * (size_t)(n + 1));
+    uint8_t *again = malloc((size_t)n + 1);
+
+    rc = world != NULL && again != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (rc == MPI_SUCCESS)
+        ftw_agree_member_list(c, world);
+    while (rc == MPI_SUCCESS) {
+        rc = ftw_agree(c, NULL, flag_in, failed_out, flag_out);
+        if (rc != MPI_SUCCESS)
+            break;
+        need = always || !*flag_out;
+        for (int q = 0; q < n && !need; q++)
+            need = failed_out[q] & 1;
+        if (!need)
+            break;
+        /* The survivors' communicator is to be made: first every member
+         * says whether all of its members are still live here; one that
+         * died since its contribution, or dies before this one's, holds
+         * this agreement up and is named by it.  Then again, without. */
+        ok = 1;
+        for (int q = 0; q < n; q++)
+            if (!(failed_out[q] & 1) && ftw_detect_is_failed(world[q]))
+                ok = 0;
+        rc = ftw_agree(c, NULL, ok, again, &ok);
+        for (int q = 0; q < n && rc == MPI_SUCCESS; q++)
+            if (!(failed_out[q] & 1) && (again[q] & 1))
+                ok = 0;
+        if (rc == MPI_SUCCESS && ok)
+            break;
+        ftw_info("a member of the survivors died before their "
+                 "communicator was made: agreeing again");
+    }
+    free(world);
+    free(again);
+    return rc;
+}

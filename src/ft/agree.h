@@ -127,6 +127,18 @@ int ftw_agree_handler(ftw_comm_t *c, int nfailed, int *flag_out);
 int ftw_agree(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
               uint8_t *failed_out, int *flag_out);
 
+/* ftw_agree for a call that then makes a communicator of the survivors
+ * (the members the decision does not mark failed), blocking: when one is
+ * to be made (always, or the decision marks a member failed, or the flag
+ * AND is 0), a second agreement confirms that every survivor is still
+ * live everywhere (each proposes whether it knows of none failed, and
+ * the second decision must name none of them); if not, both run again.
+ * Every member makes the same choice.  A member dying after its
+ * contribution to the second agreement still leaves the others in the
+ * MPI's creation. */
+int ftw_agree_settled(ftw_comm_t *c, int flag_in, int always,
+                      uint8_t *failed_out, int *flag_out);
+
 /* ftw_agree in two steps, so that the caller can work while the
  * proposals travel: post starts it (nothing else may start an agreement
  * on c before the wait); wait progresses it until decided, gives the

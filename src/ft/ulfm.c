@@ -424,7 +424,7 @@ static int shrink_inter(ftw_comm_t *c, MPI_Comm *newcomm)
     lo = ftw_agree_member_list(c, world) - c->rank;
     tag = shrink_tag(c);
     ftw_pending_finish_all();
-    rc = ftw_agree(c, NULL, 1, failed, &flag);
+    rc = ftw_agree_settled(c, 1, 1, failed, &flag);
     if (rc == MPI_SUCCESS)
         rc = ftw_inter_survivors(failed, world, n, lo, c->nlocal, tag, &nc);
     free(world);
@@ -450,7 +450,7 @@ int ftw_comm_shrink(MPI_Comm comm, MPI_Comm *newcomm)
     if (rc != MPI_SUCCESS)
         return ftw_raise(comm, rc, "MPIX_Comm_shrink", -1);
     ftw_pending_finish_all();
-    rc = ftw_agree(c, NULL, 1, failed, &flag);
+    rc = ftw_agree_settled(c, 1, 1, failed, &flag);
     if (rc == MPI_SUCCESS)
         rc = shrink_finish(c, failed, flag, newcomm);
     free(failed);
