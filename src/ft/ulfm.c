@@ -238,7 +238,7 @@ static int agree_native(MPI_Comm comm, int *flag)
 /*
  * MPIX_Comm_agree on an intercommunicator of one job, ULFM's rule (each
  * group gets the AND of the other group's flags), uniform and fault
- * tolerant: two flooding agreements over both groups, the first on the
+ * tolerant: two agreements over both groups, the first on the
  * flags of the group first in the member list (the other proposes all
  * ones, AND's neutral element), the second on the other group's.  Each
  * group takes the one on the other group's flags.
