@@ -121,6 +121,8 @@ int main(int argc, char **argv)
                 MPIX_Comm_failure_ack(MPI_COMM_WORLD);
         }
         dt = MPI_Wtime() - t0;
+        if (dt >= BOUND)
+            tap_diag("rank %d: call %d took %.3f s", rank, i, dt);
         slowest = dt > slowest ? dt : slowest;
         cls = tap_class(rc);
         if (cls != MPI_SUCCESS && cls != MPIX_ERR_PROC_FAILED)
