@@ -138,8 +138,11 @@ int main(int argc, char **argv)
         for (int op = 0; op < NOP; op++)
             printf(" %.1f", median(t + op * calls, calls) * 1e6);
         printf("\n");
+        fflush(stdout);
     }
     free(t);
+    /* The others' FTW_STATS lines come after the row, not inside it. */
+    PMPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();
     return 0;
 }
