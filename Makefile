@@ -78,6 +78,7 @@ build/$(1)/tests/%: tests/%.c $$(wildcard tests/*.h) include/ftwrap.h include/mp
 # A test that includes another test's source (the same test, another victim
 # or transport).
 build/$(1)/tests/validate_during0: tests/validate_during.c
+build/$(1)/tests/agree_tree_root build/$(1)/tests/agree_tree_two: tests/agree_tree.c
 build/$(1)/tests/rndv_p2p_shm build/$(1)/tests/rndv_p2p_auto: tests/rndv_p2p.c
 build/$(1)/tests/rndv_probe_shm: tests/rndv_probe.c
 build/$(1)/tests/rndv_type_lifetime: tests/p2p_type_lifetime.c

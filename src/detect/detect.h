@@ -128,6 +128,10 @@ typedef enum {
     FTW_INJECT_COLL,
     FTW_INJECT_FINALIZE,
     FTW_INJECT_PULL,        /* a rendezvous chunk this process pulls */
+    FTW_INJECT_AGREE_UP,    /* an agreement's message up its tree */
+    FTW_INJECT_AGREE_DOWN,  /* an agreement's decision down its tree */
+    FTW_INJECT_AGREED,      /* an agreement decided, before the survivors'
+                             * communicator is made */
     FTW_INJECT_PULLED,      /* a chunk another process pulls from this
                              * one: the puller sends the signal */
     FTW_INJECT_NPOINTS

@@ -1,7 +1,7 @@
 /*
  * Fault injection for tests: FTW_INJECT=rank=R,at=POINT:N[,sig=NAME]
  * makes world rank R send itself signal NAME (default KILL) on its N-th
- * call (1-based) at POINT.  With sig=STOP the process stops there until
+ * call (1-based) at POINT; rank=R+S+... arms several ranks alike.  With sig=STOP the process stops there until
  * someone continues it.
  */
 #define _GNU_SOURCE
@@ -36,6 +36,9 @@ static const char *const point_names[FTW_INJECT_NPOINTS] = {
     [FTW_INJECT_FINALIZE] = "finalize",
     [FTW_INJECT_PULL] = "pull",
     [FTW_INJECT_PULLED] = "pulled",
+    [FTW_INJECT_AGREE_UP] = "agree_up",
+    [FTW_INJECT_AGREE_DOWN] = "agree_down",
+    [FTW_INJECT_AGREED] = "agreed",
 };
 
 int ftw_inject_pulled_rank = -1;
@@ -79,6 +82,35 @@ static int parse_sig(const char *s)
     return -1;
 }
 
+/* "R" or "R+R+...": the ranks to arm (at most 8); *rank_p gets the
+ * first. */
+static long inj_ranks[8];
+static int inj_nranks;
+
+static int parse_ranks(char *s, long *rank_p)
+{
+    char *save = NULL, *r;
+
+    inj_nranks = 0;
+    for (r = strtok_r(s, "+", &save); r; r = strtok_r(NULL, "+", &save)) {
+        if (inj_nranks == 8 || parse_num(r, 0, &inj_ranks[inj_nranks]) < 0)
+            return -1;
+        inj_nranks++;
+    }
+    if (inj_nranks == 0)
+        return -1;
+    *rank_p = inj_ranks[0];
+    return 0;
+}
+
+static int inj_has_rank(long rank)
+{
+    for (int i = 0; i < inj_nranks; i++)
+        if (inj_ranks[i] == rank)
+            return 1;
+    return 0;
+}
+
 /* "POINT:N" */
 static int parse_at(char *s)
 {
@@ -107,7 +139,7 @@ static int parse_item(char *item, long *rank_p, int *have_at)
         return -1;
     *eq = '\0';
     if (!strcmp(item, "rank"))
-        return parse_num(eq + 1, 0, rank_p);
+        return parse_ranks(eq + 1, rank_p);
     if (!strcmp(item, "at")) {
         *have_at = 1;
         return parse_at(eq + 1);
@@ -130,8 +162,9 @@ static ftw_status_t inject_parse(char *spec, long *rank_p)
         strncpy(bad, item, sizeof(bad) - 1);
         bad[sizeof(bad) - 1] = '\0';
         if (parse_item(item, rank_p, &have_at) < 0) {
-            ftw_error("FTW_INJECT: cannot parse '%s' (expected rank=R, "
-                      "at=send|recv|wait|probe|coll|finalize|pull|pulled:N or "
+            ftw_error("FTW_INJECT: cannot parse '%s' (expected rank=R[+R...], "
+                      "at=send|recv|wait|probe|coll|finalize|pull|pulled|agree_up|"
+                      "agree_down|agreed:N or "
                       "sig=NAME)", bad);
             return FTW_ST_INVALID_PARAM;
         }
@@ -167,7 +200,7 @@ ftw_status_t ftw_inject_init(int world_rank)
         ftw_inject_pulled_rank = (int)rank;
         return status;
     }
-    if (status == FTW_OK && rank == world_rank) {
+    if (status == FTW_OK && inj_has_rank(world_rank)) {
         ftw_debug("armed: SIG%s at %s:%lu", inj.sig_name,
                   point_names[inj.point], inj.count);
         ftw_inject_armed = 1;

@@ -1,143 +1,199 @@
-/* Flooding Consensus over a communicator's control communicator. */
+/* A tree agreement with early return over the control channel (agree.h). */
 #include "ft/agree.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 #include "detect/detect.h"
 #include "ft/ctl.h"
 #include "ft/lock.h"
 #include "ft/op.h"
 #include "util/log.h"
+#include "util/stats.h"
 
-enum { MSG_PROPOSAL = 1, MSG_DECIDED = 2 };
+/* Message types (ftw_ctl_hdr_t.type); an UP's round is 1 when it carries
+ * a decision. */
+enum { MSG_UP = 1, MSG_DOWN = 2 };
 
-/* A broadcast's message, kept until its sends complete; one allocation
- * (bcast_new). */
-typedef struct bcast {
-    struct bcast *next;
-    MPI_Request *reqs;      /* [n] */
-    int *peer;              /* [n] world ranks */
-    int nreq;
-    int own;                /* in the agreement's allocation (its first) */
-    unsigned char *msg;     /* ftw_ctl_hdr_t, then the value */
-} bcast_t;
+/* Agreements of the failure handlers (SUBSET mode) are numbered apart
+ * from the others on the same communicator: this bit is set in theirs. */
+#define SEQ_HANDLER (UINT64_C(1) << 63)
 
-/* Bytes of a broadcast to npeers with a value of vlen bytes, and where
- * its parts start. */
-static size_t bcast_layout(int npeers, size_t vlen, size_t *reqs_off,
-                           size_t *peer_off, size_t *msg_off)
-{
-    *reqs_off = (sizeof(bcast_t) + 15) & ~(size_t)15;
-    *peer_off = *reqs_off + sizeof(MPI_Request) * (size_t)npeers;
-    *msg_off = (*peer_off + sizeof(int) * (size_t)npeers + 15) & ~(size_t)15;
-    return *msg_off + sizeof(ftw_ctl_hdr_t) + vlen;
-}
+/* How long an agreement of a freed communicator stays to answer members
+ * that learn of a failure late, in seconds. */
+#define FREED_LINGER 30.0
+
+/* What a message carries after its header: the lowest agreement number
+ * still undecided at the senders (see floor below), then the value. */
+typedef struct {
+    uint64_t floor;
+} body_t;
+
+/* A message in flight; freed once its send completed. */
+typedef struct sendrec {
+    struct sendrec *next;
+    MPI_Request req;
+    int peer;                   /* world rank (or id) */
+    unsigned char msg[];        /* header, body, value */
+} sendrec_t;
 
 struct ftw_agree {
-    struct ftw_agree *next; /* on the finishing list */
-    uint64_t id;            /* the communicator's id */
-    uint32_t seq;           /* the agreement's number on c */
+    struct ftw_agree *next;     /* on the registry (all) */
+    uint64_t id;                /* the communicator's id */
+    uint64_t seq;               /* the agreement's number on it */
     int n, me;
-    int round;
-    int nrounds;            /* rows of prop and recvd */
-    size_t vlen;            /* value: n failed bytes + 4 flag bytes */
-    uint8_t *prop;          /* [nrounds][vlen]: aggregate of proposals */
-    uint8_t *recvd;         /* [nrounds][n]: received-from sets */
+    size_t vlen;                /* value: n failed bytes + 4 flag bytes */
+    int owned;                  /* the caller has not freed it */
     int decided;
-    int superseded;         /* a later agreement on id decided here */
-    int blocking;           /* ftw_agree's: no other on id overlaps it */
-    int lazy;               /* decided in round 1 hearing every member:
-                             * DECIDED is sent only to who asks (below) */
-    uint8_t *decision;      /* [vlen] */
-    uint8_t *decided_from;  /* [n]: DECIDED received from */
-    uint8_t *answered;      /* [n]: lazy: DECIDED sent to */
-    int *world;             /* [n]: world rank of each member (or the id
-                             * of a process of another job) */
-    ftw_ctl_chan_t *chan;   /* the communicator's own channel, or NULL:
-                             * the job's (ctl.h) */
+    int superseded;             /* every live member decided it */
+    double freed_at;            /* its communicator was freed then, or 0 */
+
+    /* The tree, as this process sees it with the failures it knows. */
+    uint32_t epoch;             /* ftw_fail_epoch it was computed at */
+    int topo_done;
+    int parent;                 /* -1: this process is the root */
+    int nkids;
+    int *kids;                  /* [n] */
+    uint8_t *dead;              /* [n] known failed at epoch */
+
+    uint8_t *acc;               /* [vlen] own proposal and subtree's */
+    uint64_t acc_floor;
+    uint8_t *got;               /* [n] an UP came from */
+    uint8_t *told;              /* [n] the decision was sent to */
+    int up_to;                  /* the member the last UP went to; -1
+                                 * none, -2 the decision must go up */
+    uint8_t *decision;          /* [vlen] */
+    uint64_t floor;             /* the decision's */
+    int stash_from;             /* a DOWN from a member not (yet) the
+                                 * parent, kept in stash; -1 none */
+    uint8_t *stash;             /* [vlen] */
+    uint64_t stash_floor;
+
+    int *world;                 /* [n] world rank (or id) of each member */
     struct member {
         int world, rank;
-    } *by_world;            /* [n]: the members sorted by world rank */
-    bcast_t *sent;
-    uint8_t *scratch;       /* [vlen]: the first proposal */
-    unsigned char *first;   /* room for the first broadcast (to n) */
+    } *by_world;                /* [n] sorted by world rank */
+    ftw_ctl_chan_t *chan;       /* the communicator's own channel, or
+                                 * NULL: the job's (ctl.h) */
+    sendrec_t *sends;
 };
 
-/* An agreement over n members, zeroed, with its arrays in the same
- * allocation (one malloc per agreement: one runs per communicator
- * creation). */
+/* Every agreement of this process not released yet, running (owned) or
+ * kept to answer, under agree_lock with all their state. */
+static ftw_agree_t *all;
+static pthread_mutex_t agree_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The agreements started here per communicator id: a message for one
+ * already started and released is stale and dropped. */
+struct started {
+    uint64_t id;
+    uint64_t next[2];           /* per numbering (SEQ_HANDLER or not) */
+    UT_hash_handle hh;
+};
+static struct started *started_table;
+
+static int space_of(uint64_t seq)
+{
+    return (seq & SEQ_HANDLER) != 0;
+}
+
 static ftw_agree_t *agree_alloc(int n)
 {
-    size_t nr = (size_t)n + 2, vlen = (size_t)n + 4;
-    size_t off_world = (sizeof(ftw_agree_t) + 15) & ~(size_t)15;
-    size_t off_by = off_world + sizeof(int) * (size_t)n;
-    size_t off_bytes = (off_by + sizeof(struct member) * (size_t)n + 15) &
-                       ~(size_t)15;
-    size_t nbytes = nr * vlen + nr * (size_t)n + vlen + 2 * (size_t)n + vlen;
-    size_t off_first = (off_bytes + nbytes + 15) & ~(size_t)15, r, q, m;
-    unsigned char *mem = calloc(1, off_first +
-                                bcast_layout(n, vlen, &r, &q, &m)), *p;
+    size_t vlen = (size_t)n + 4;
+    size_t off_kids = (sizeof(ftw_agree_t) + 15) & ~(size_t)15;
+    size_t off_world = off_kids + sizeof(int) * (size_t)n;
+    size_t off_by = (off_world + sizeof(int) * (size_t)n + 7) & ~(size_t)7;
+    size_t off_bytes = off_by + sizeof(struct member) * (size_t)n;
+    size_t size = off_bytes + 4 * (size_t)n + 3 * vlen;
+    unsigned char *mem = calloc(1, size), *p;
     ftw_agree_t *a = (ftw_agree_t *)mem;
 
     if (mem == NULL)
         return NULL;
-    a->first = mem + off_first;
     a->n = n;
-    a->nrounds = (int)nr;
     a->vlen = vlen;
+    a->kids = (int *)(mem + off_kids);
     a->world = (int *)(mem + off_world);
     a->by_world = (struct member *)(mem + off_by);
     p = mem + off_bytes;
-    a->prop = p;
-    p += nr * vlen;
-    a->recvd = p;
-    p += nr * (size_t)n;
+    a->dead = p;
+    p += n;
+    a->got = p;
+    p += n;
+    a->told = p;
+    p += n;
+    p += n;                     /* spare */
+    a->acc = p;
+    p += vlen;
     a->decision = p;
     p += vlen;
-    a->decided_from = p;
-    p += n;
-    a->answered = p;
-    p += n;
-    a->scratch = p;
+    a->stash = p;
+    a->up_to = -1;
+    a->stash_from = -1;
     return a;
 }
 
-/* Agreements decided here whose last messages (other processes' DECIDED)
- * have not all been taken yet: finished in the background, so a caller
- * has its decision one message latency earlier.
- *
- * Without failures no DECIDED is sent at all.  A process that decides in
- * round 1 having heard every member (a clean decision) knows every
- * member's proposal, so any process that needs more (one that saw a
- * member die before that member's proposal reached it goes on to round 2)
- * can be answered: the agreement stays here, lazy, and answers a round-2
- * proposal with a DECIDED to its sender.  It is released when a later
- * agreement on the same communicator decides here (every live member
- * took part in that one, so none is still in this one: blocking
- * agreements on one communicator never overlap), or when the
- * communicator is freed or MPI_Finalize comes: then every member sends
- * its DECIDED to all, as a non-clean decision does at once.  A failure
- * this process learns of makes it send its DECIDED at once too, so a
- * process that went on to round 2 because of that failure is answered
- * even if no message of it is read here.  Only blocking agreements
- * (ftw_agree) are lazy: a nonblocking one may overlap the next. */
-static ftw_agree_t *finishing;
-static pthread_mutex_t finishing_lock = PTHREAD_MUTEX_INITIALIZER;
+/* ---- the tree ----------------------------------------------------------
+ * A binomial tree over the member indices: the parent of i is i with its
+ * lowest set bit cleared, so every ancestor of i is below i.  A member
+ * known failed is skipped: its children hang from its nearest live
+ * ancestor; a member whose ancestors all failed hangs from the lowest
+ * live member, the root (whose ancestors, all below it, failed). */
 
-static uint8_t *prop_row(ftw_agree_t *a, int r)
+static int lowest_live(const ftw_agree_t *a)
 {
-    return a->prop + (size_t)r * a->vlen;
+    for (int i = 0; i < a->n; i++)
+        if (!a->dead[i])
+            return i;
+    return -1;
 }
 
-static uint8_t *recvd_row(ftw_agree_t *a, int r)
+static int parent_of(const ftw_agree_t *a, int i, int low)
 {
-    return a->recvd + (size_t)r * (size_t)a->n;
+    for (int p = i; p != 0;) {
+        p &= p - 1;
+        if (!a->dead[p])
+            return p;
+    }
+    return low == i ? -1 : low;
 }
 
-/* Fold value v into the aggregate dst: bitwise OR of the failed bytes,
- * bitwise AND of the flag. */
+/* Recompute the tree if a failure was learned since. */
+static void topo(ftw_agree_t *a)
+{
+    uint32_t e = atomic_load_explicit(&ftw_fail_epoch, memory_order_acquire);
+    int ndead = 0, low;
+
+    if (a->topo_done && e == a->epoch)
+        return;
+    a->epoch = e;
+    a->topo_done = 1;
+    for (int i = 0; i < a->n; i++) {
+        a->dead[i] = e != 0 && i != a->me &&
+                     (uint8_t)ftw_detect_is_failed(a->world[i]);
+        ndead += a->dead[i];
+    }
+    a->nkids = 0;
+    if (ndead == 0) {
+        /* The binomial children: me + 2^k for 2^k below me's lowest bit. */
+        a->parent = a->me == 0 ? -1 : (a->me & (a->me - 1));
+        for (int k = 1; a->me + k < a->n && (a->me == 0 || k < (a->me & -a->me));
+             k <<= 1)
+            a->kids[a->nkids++] = a->me + k;
+        return;
+    }
+    low = lowest_live(a);
+    a->parent = parent_of(a, a->me, low);
+    for (int i = 0; i < a->n; i++)
+        if (i != a->me && !a->dead[i] && parent_of(a, i, low) == a->me)
+            a->kids[a->nkids++] = i;
+}
+
+/* ---- messages ---------------------------------------------------------- */
+
+/* Fold value v into dst: OR of the failed bytes, AND of the flag. */
 static void value_merge(const ftw_agree_t *a, uint8_t *dst, const uint8_t *v)
 {
     for (int i = 0; i < a->n; i++)
@@ -146,121 +202,131 @@ static void value_merge(const ftw_agree_t *a, uint8_t *dst, const uint8_t *v)
         dst[i] &= v[i];
 }
 
-static int is_failed(const ftw_agree_t *a, int r)
+static size_t msg_len(const ftw_agree_t *a)
 {
-    return ftw_detect_is_failed(a->world[r]);
+    return sizeof(ftw_ctl_hdr_t) + sizeof(body_t) + a->vlen;
 }
 
-/* A broadcast of (type, round, v) to at most npeers processes, in one
- * allocation, listed on a->sent; NULL if out of memory (said). */
-static bcast_t *bcast_new(ftw_agree_t *a, int type, int round,
-                          const uint8_t *v, int npeers)
+/* Finish the sends that are done; all of them (those to the dead given
+ * up) when wait. */
+static void sends_reap(ftw_agree_t *a, int wait)
 {
-    size_t reqs_off, peer_off, msg_off;
-    size_t size = bcast_layout(npeers, a->vlen, &reqs_off, &peer_off,
-                               &msg_off);
-    ftw_ctl_hdr_t hdr = { .id = a->id, .seq = a->seq, .type = type,
-                          .round = round };
-    int own = a->first != NULL && npeers <= a->n;
-    unsigned char *mem = own ? a->first : malloc(size);
-    bcast_t *b = (bcast_t *)mem;
+    for (sendrec_t **pp = &a->sends; *pp != NULL;) {
+        sendrec_t *s = *pp;
+        int flag = 0;
 
-    if (mem == NULL) {
-        ftw_error("out of memory for an agreement message");
-        return NULL;
+        if (wait)
+            ftw_ctl_send_finish(&s->req, s->peer);
+        else
+            PMPI_Test(&s->req, &flag, MPI_STATUS_IGNORE);
+        if (s->req != MPI_REQUEST_NULL) {
+            pp = &s->next;
+            continue;
+        }
+        *pp = s->next;
+        free(s);
     }
-    a->first = own ? NULL : a->first;
-    b->own = own;
-    b->reqs = (MPI_Request *)(mem + reqs_off);
-    b->peer = (int *)(mem + peer_off);
-    b->msg = mem + msg_off;
-    b->nreq = 0;
-    memcpy(b->msg, &hdr, sizeof(hdr));
-    memcpy(b->msg + sizeof(hdr), v, a->vlen);
-    b->next = a->sent;
-    a->sent = b;
-    return b;
 }
 
-/* Send b's message to member q. */
-static void bcast_to(ftw_agree_t *a, bcast_t *b, int q)
+static void send_msg(ftw_agree_t *a, int q, int type, int decided,
+                     const uint8_t *v, uint64_t floor)
 {
-    ftw_ctl_isend(a->chan, q, a->world[q], b->msg,
-                  (int)(sizeof(ftw_ctl_hdr_t) + a->vlen), FTW_CTL_TAG_AGREE,
-                  &b->reqs[b->nreq]);
-    b->peer[b->nreq++] = a->world[q];
+    ftw_ctl_hdr_t hdr = { .id = a->id, .seq = a->seq, .type = type,
+                          .round = decided };
+    body_t body = { .floor = floor };
+    sendrec_t *s = malloc(sizeof(*s) + msg_len(a));
+
+    if (s == NULL) {
+        ftw_error("out of memory for an agreement message");
+        return;
+    }
+    ftw_inject(type == MSG_UP ? FTW_INJECT_AGREE_UP : FTW_INJECT_AGREE_DOWN);
+    memcpy(s->msg, &hdr, sizeof(hdr));
+    memcpy(s->msg + sizeof(hdr), &body, sizeof(body));
+    memcpy(s->msg + sizeof(hdr) + sizeof(body), v, a->vlen);
+    s->peer = a->world[q];
+    ftw_ctl_isend(a->chan, q, a->world[q], s->msg, (int)msg_len(a),
+                  FTW_CTL_TAG_AGREE, &s->req);
+    s->next = a->sends;
+    a->sends = s;
+    ftw_stat_add(FTW_STAT_AGREE_MSGS, 1);
 }
 
-/* Send (type, round, value) to every process not known dead; deliver it
- * to this process as well. */
-static int broadcast(ftw_agree_t *a, int type, int round, const uint8_t *v)
+static void send_down(ftw_agree_t *a, int q)
 {
-    bcast_t *b = bcast_new(a, type, round, v, a->n);
-
-    if (b == NULL)
-        return MPI_ERR_NO_MEM;
-    for (int q = 0; q < a->n; q++)
-        if (q != a->me && !is_failed(a, q))
-            bcast_to(a, b, q);
-    return MPI_SUCCESS;
+    a->told[q] = 1;
+    send_msg(a, q, MSG_DOWN, 1, a->decision, a->floor);
 }
 
-/* Send (type, round, value) to member q alone. */
-static int send_one(ftw_agree_t *a, int type, int round, const uint8_t *v,
-                    int q)
-{
-    bcast_t *b = bcast_new(a, type, round, v, 1);
+/* ---- deciding ---------------------------------------------------------- */
 
-    if (b == NULL)
-        return MPI_ERR_NO_MEM;
-    bcast_to(a, b, q);
-    return MPI_SUCCESS;
+/* A later agreement on the same communicator decided with floor f: every
+ * live member has decided the ones below f, so none will ask about them
+ * again. */
+static void supersede_below(const ftw_agree_t *a, uint64_t f)
+{
+    for (ftw_agree_t *e = all; e != NULL; e = e->next)
+        if (e != a && e->id == a->id && space_of(e->seq) == space_of(a->seq)
+            && e->seq < f && e->decided)
+            e->superseded = 1;
 }
 
-/* Heard from every member in round 1. */
-static int clean_round1(const ftw_agree_t *a)
+static void decide(ftw_agree_t *a, const uint8_t *v, uint64_t floor)
 {
-    const uint8_t *got = a->recvd + (size_t)a->n;
+    memcpy(a->decision, v, a->vlen);
+    a->floor = floor;
+    a->decided = 1;
+    supersede_below(a, floor);
+}
 
-    if (a->round != 1)
-        return 0;
-    for (int q = 0; q < a->n; q++)
-        if (!got[q])
+/* Mark the members known failed into v (bit 0). */
+static void mark_failed(ftw_agree_t *a, uint8_t *v)
+{
+    for (int i = 0; i < a->n; i++)
+        if (a->dead[i])
+            v[i] |= 1;
+}
+
+static int kids_reported(const ftw_agree_t *a)
+{
+    for (int k = 0; k < a->nkids; k++)
+        if (!a->got[a->kids[k]])
             return 0;
     return 1;
 }
 
-/* A member is known failed: a process that saw it die before its
- * proposal came in goes on to round 2. */
-static int member_failed(const ftw_agree_t *a)
+/* Move a on as far as it goes now. */
+static void step(ftw_agree_t *a)
 {
-    for (int q = 0; q < a->n; q++)
-        if (is_failed(a, q))
-            return 1;
-    return 0;
-}
-
-/* Lazy only while no member is known failed: a failure learned before the
- * agreement is finishing (during it, or between the decision and
- * ftw_agree_free) unlazies nothing, and a process in round 2 because of
- * it would wait for an answer that never comes. */
-static void decide(ftw_agree_t *a, const uint8_t *v)
-{
-    memcpy(a->decision, v, a->vlen);
-    a->decided = 1;
-    if (a->blocking && clean_round1(a) && !member_failed(a))
-        a->lazy = 1;
-    else
-        broadcast(a, MSG_DECIDED, 0, v);
-}
-
-/* A lazy agreement goes the usual way: DECIDED to every live member. */
-static void unlazy(ftw_agree_t *a)
-{
-    if (!a->lazy)
+    topo(a);
+    if (!a->decided && a->stash_from >= 0 && a->stash_from == a->parent) {
+        decide(a, a->stash, a->stash_floor);
+        a->up_to = a->parent;
+    }
+    if (!a->decided && (a->parent < 0 || a->up_to != a->parent) &&
+        kids_reported(a)) {
+        /* What held the subtree up goes into the value: the decision
+         * names every process whose failure was waited out. */
+        mark_failed(a, a->acc);
+        if (a->parent < 0) {
+            decide(a, a->acc, a->acc_floor);
+        } else {
+            a->up_to = a->parent;
+            send_msg(a, a->parent, MSG_UP, 0, a->acc, a->acc_floor);
+        }
+    }
+    if (!a->decided)
         return;
-    a->lazy = 0;
-    broadcast(a, MSG_DECIDED, 0, a->decision);
+    /* Down the tree first: the children wait for it. */
+    for (int k = 0; k < a->nkids; k++)
+        if (!a->told[a->kids[k]])
+            send_down(a, a->kids[k]);
+    /* A new parent (the old one failed), or one that has not seen the
+     * decision: it goes up, so that no other is taken. */
+    if (a->parent >= 0 && a->up_to != a->parent) {
+        a->up_to = a->parent;
+        send_msg(a, a->parent, MSG_UP, 1, a->decision, a->floor);
+    }
 }
 
 static int member_cmp(const void *x, const void *y)
@@ -271,8 +337,6 @@ static int member_cmp(const void *x, const void *y)
     return (wx > wy) - (wx < wy);
 }
 
-/* The rank in the agreement of world rank w, or -1: a binary search, so
- * the cost depends on the communicator's size, not the job's. */
 static int member_of(const ftw_agree_t *a, int w)
 {
     struct member key = { .world = w };
@@ -285,106 +349,110 @@ static int member_of(const ftw_agree_t *a, int w)
 static void deliver(ftw_agree_t *a, const ftw_ctl_msg_t *m)
 {
     const ftw_ctl_hdr_t *hdr = &m->u.hdr;
-    const uint8_t *v = m->u.data + sizeof(*hdr);
+    body_t body;
+    const uint8_t *v = m->u.data + sizeof(*hdr) + sizeof(body);
     int from = member_of(a, m->from);
 
-    if (from < 0 || m->len != (int)(sizeof(*hdr) + a->vlen)) {
+    if (from < 0 || from == a->me || m->len != (int)msg_len(a)) {
         ftw_warn_sparse("agreement message of %d bytes from world rank %d "
                         "dropped", m->len, m->from);
         return;
     }
-    if (hdr->type == MSG_DECIDED) {
-        a->decided_from[from] = 1;
-        if (!a->decided && !is_failed(a, from))
-            decide(a, v);
+    memcpy(&body, m->u.data + sizeof(*hdr), sizeof(body));
+    topo(a);
+    if (hdr->type == MSG_UP) {
+        /* from takes this process for its parent. */
+        a->got[from] = 1;
+        if (hdr->round) {
+            a->told[from] = 1;
+            if (!a->decided) {
+                /* A decision taken by a root that failed since: this
+                 * one and every other goes by it. */
+                decide(a, v, body.floor);
+                a->up_to = -2;
+            }
+            return;
+        }
+        if (a->decided) {
+            send_down(a, from);     /* one asking late */
+            return;
+        }
+        value_merge(a, a->acc, v);
+        if (body.floor < a->acc_floor)
+            a->acc_floor = body.floor;
         return;
     }
-    if (hdr->type != MSG_PROPOSAL || hdr->round < 1 ||
-        hdr->round >= a->nrounds)
+    if (hdr->type != MSG_DOWN || a->decided)
         return;
-    /* A process still at it after this one decided cleanly: the answer. */
-    if (a->decided && a->lazy && hdr->round >= 2 && !a->answered[from]) {
-        a->answered[from] = 1;
-        send_one(a, MSG_DECIDED, 0, a->decision, from);
+    /* Only the parent's decision is taken: this process's contribution
+     * went to it, and any other root's is not final. */
+    if (from == a->parent) {
+        decide(a, v, body.floor);
+        a->up_to = a->parent;
+    } else {
+        memcpy(a->stash, v, a->vlen);
+        a->stash_floor = body.floor;
+        a->stash_from = from;
     }
-    recvd_row(a, hdr->round)[from] = 1;
-    value_merge(a, prop_row(a, hdr->round), v);
 }
 
-static int agree_match(const ftw_ctl_hdr_t *hdr, void *arg)
+/* ---- the registry, the channel ----------------------------------------- */
+
+static ftw_agree_t *find(uint64_t id, uint64_t seq)
 {
-    const ftw_agree_t *a = arg;
-
-    return hdr->id == a->id && hdr->seq == a->seq;
+    for (ftw_agree_t *e = all; e != NULL; e = e->next)
+        if (e->id == id && e->seq == seq)
+            return e;
+    return NULL;
 }
 
-/* Decided, and every other live process said so too: every message of
- * this agreement sent to this process has been taken off the channel
- * (a process's DECIDED is its last), so none is left to pile up. */
-static int all_done(ftw_agree_t *a)
+/* Take a message: one of an agreement here, or one of an agreement this
+ * process started and released (dropped).  Others (agreements not
+ * started here yet) are parked by the channel. */
+static int pump_match(const ftw_ctl_hdr_t *hdr, void *arg)
 {
-    if (!a->decided || a->lazy)
-        return 0;
-    for (int q = 0; q < a->n; q++)
-        if (q != a->me && !a->decided_from[q] && !is_failed(a, q))
-            return 0;
-    return 1;
+    struct started *s;
+
+    (void)arg;
+    if (find(hdr->id, hdr->seq) != NULL)
+        return 1;
+    HASH_FIND(hh, started_table, &hdr->id, sizeof(hdr->id), s);
+    return s != NULL && hdr->seq < s->next[space_of(hdr->seq)];
 }
 
-/* Send the proposal of round r (the aggregate of round r-1). */
-static void propose(ftw_agree_t *a, int r, const uint8_t *v)
+static void release(ftw_agree_t *a)
 {
-    value_merge(a, prop_row(a, r), v);
-    recvd_row(a, r)[a->me] = 1;
-    broadcast(a, MSG_PROPOSAL, r, v);
+    sends_reap(a, 1);
+    ftw_ctl_chan_put(a->chan);
+    free(a);
 }
 
-/* Every process not known dead has been heard from in this round. */
-static int round_complete(ftw_agree_t *a)
-{
-    const uint8_t *got = recvd_row(a, a->round);
-
-    for (int q = 0; q < a->n; q++)
-        if (!got[q] && !is_failed(a, q))
-            return 0;
-    return 1;
-}
-
-/* Take what came for a; 1 if anything did.  probe: look at the MPI's
- * queue too, not only at what other agreements' takes parked. */
-static int take_messages(ftw_agree_t *a, int probe)
+/* Read the channel, move every agreement on, release those done.  Under
+ * agree_lock. */
+static void pump_locked(int probe)
 {
     ftw_ctl_msg_t *m;
-    int got = 0;
-
-    while ((m = probe ? ftw_ctl_take(FTW_CTL_TAG_AGREE, agree_match, a) :
-                ftw_ctl_take_parked(FTW_CTL_TAG_AGREE, agree_match, a)) !=
-           NULL) {
-        deliver(a, m);
-        free(m);
-        got = 1;
-    }
-    return got;
-}
-
-static void agree_release(ftw_agree_t *a);
-static int ftw_agree_test_(ftw_agree_t *a);
-
-/* Progress the finishing agreements; release those done.  probe: see
- * take_messages; without it, a finishing agreement is fed by the takes of
- * the running ones (each reads the channel's queue to the end) or, at
- * MPI_Finalize, by ftw_agree_fini. */
-static void reap(int probe)
-{
     ftw_agree_t *done = NULL;
+    double now = 0;
 
-    if (finishing == NULL || ftw_mt_trylock(&finishing_lock) != 0)
-        return;
-    for (ftw_agree_t **pp = &finishing; *pp != NULL;) {
+    while ((m = probe ? ftw_ctl_take(FTW_CTL_TAG_AGREE, pump_match, NULL) :
+                ftw_ctl_take_parked(FTW_CTL_TAG_AGREE, pump_match, NULL)) !=
+           NULL) {
+        ftw_agree_t *a = find(m->u.hdr.id, m->u.hdr.seq);
+
+        if (a != NULL)
+            deliver(a, m);
+        free(m);
+    }
+    for (ftw_agree_t **pp = &all; *pp != NULL;) {
         ftw_agree_t *a = *pp;
 
-        take_messages(a, probe);
-        if (!all_done(a) && !a->superseded) {
+        step(a);
+        sends_reap(a, 0);
+        if (!a->owned && a->freed_at > 0 && now == 0)
+            now = PMPI_Wtime();
+        if (a->owned || (!a->superseded &&
+                         (a->freed_at == 0 || now - a->freed_at < FREED_LINGER))) {
             pp = &a->next;
             continue;
         }
@@ -392,74 +460,21 @@ static void reap(int probe)
         a->next = done;
         done = a;
     }
-    ftw_mt_unlock(&finishing_lock);
     while (done != NULL) {
         ftw_agree_t *a = done;
 
         done = a->next;
-        agree_release(a);
+        release(a);
     }
 }
 
-/* a decided: the older agreements on its communicator are over
- * everywhere (see finishing). */
-static void supersede_older(const ftw_agree_t *a)
-{
-    ftw_mt_lock(&finishing_lock);
-    for (ftw_agree_t *e = finishing; e != NULL; e = e->next)
-        if (e->id == a->id && e->lazy && (int32_t)(a->seq - e->seq) > 0)
-            e->superseded = 1;
-    ftw_mt_unlock(&finishing_lock);
-}
-
-int ftw_agree_test(ftw_agree_t *a)
-{
-    if (a->decided)
-        return 1;
-    if (ftw_agree_test_(a)) {
-        /* The agreements this one supersedes go at the next start
-         * (reap), in the shadow of its proposal. */
-        if (a->blocking)
-            supersede_older(a);
-        return 1;
-    }
-    return 0;
-}
-
-static int ftw_agree_test_(ftw_agree_t *a)
-{
-    while (!a->decided) {
-        if (take_messages(a, 1))
-            continue;
-        if (!round_complete(a))
-            return 0;
-        if (!memcmp(recvd_row(a, a->round), recvd_row(a, a->round - 1),
-                    (size_t)a->n)) {
-            decide(a, prop_row(a, a->round));
-        } else if (a->round + 1 < a->nrounds) {
-            /* A member failed during the round: what is known failed now
-             * goes into the value, so the decision names every process
-             * whose failure held the agreement up (and the survivors'
-             * communicator a validate makes does not wait for one). */
-            a->round++;
-            for (int q = 0; q < a->n; q++)
-                if (is_failed(a, q))
-                    prop_row(a, a->round - 1)[q] |= 1;
-            propose(a, a->round, prop_row(a, a->round - 1));
-        } else {
-            /* Cannot happen: a round is added only for a new failure. */
-            ftw_fatal("agreement ran out of rounds (%d)", a->nrounds);
-        }
-    }
-    return 1;
-}
+/* ---- the interface ----------------------------------------------------- */
 
 int ftw_agree_members(const ftw_comm_t *c)
 {
     return c->is_inter ? c->nlocal + c->size : c->size;
 }
 
-/* The lowest world rank of n members. */
 static int lowest(const int *world, int n)
 {
     int low = world[0];
@@ -469,7 +484,6 @@ static int lowest(const int *world, int n)
     return low;
 }
 
-/* The group holding the lowest world rank goes first: this process's? */
 static int local_first(const ftw_comm_t *c)
 {
     return c->nlocal > 0 && c->size > 0 &&
@@ -492,11 +506,24 @@ int ftw_agree_member_list(const ftw_comm_t *c, int *world)
     return c->rank + (first ? 0 : c->size);
 }
 
-int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
-                    ftw_agree_t **agree_p)
+/* The lowest agreement number of a's numbering on its communicator not
+ * decided here (a's own at most). */
+static uint64_t floor_here(const ftw_agree_t *a)
+{
+    uint64_t f = a->seq;
+
+    for (ftw_agree_t *e = all; e != NULL; e = e->next)
+        if (e->id == a->id && space_of(e->seq) == space_of(a->seq) &&
+            !e->decided && e->seq < f)
+            f = e->seq;
+    return f;
+}
+
+static int agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
+                       uint64_t handler, ftw_agree_t **agree_p)
 {
     ftw_agree_t *a;
-    uint8_t *v;
+    struct started *s;
     int sorted = 1;
 
     if (c->id == 0 || (c->is_inter && c->chan != NULL)) {
@@ -506,40 +533,69 @@ int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
         return MPI_ERR_COMM;
     }
     a = agree_alloc(ftw_agree_members(c));
-    if (a == NULL)
-        goto err;
+    if (a == NULL) {
+        ftw_error("out of memory for an agreement over %d processes",
+                  ftw_agree_members(c));
+        return MPI_ERR_NO_MEM;
+    }
     a->id = c->id;
-    a->seq = c->agree_seq++;
+    a->seq = handler ? SEQ_HANDLER | handler : c->agree_seq++;
+    a->owned = 1;
     a->chan = c->chan;
     if (a->chan != NULL)
         ftw_ctl_chan_hold(a->chan);
-    v = a->scratch;
-    /* The members are copied: a finishing agreement may outlive c. */
+    /* The members are copied: a kept agreement may outlive c. */
     a->me = ftw_agree_member_list(c, a->world);
-    for (int r = 0; r < a->nrounds; r++)
-        memset(prop_row(a, r) + a->n, 0xff, 4); /* neutral element of AND */
-    memset(recvd_row(a, 0), 1, (size_t)a->n);
     for (int q = 0; q < a->n; q++)
-        v[q] = failed ? failed[q] : (uint8_t)is_failed(a, q);
-    memcpy(v + a->n, &flag, 4);
-    a->round = 1;
-    propose(a, 1, v);
-    /* While the proposal travels: the index messages are read with, and
-     * the older agreements' turn. */
+        a->acc[q] = failed ? failed[q]
+                           : (uint8_t)ftw_detect_is_failed(a->world[q]);
+    memcpy(a->acc + a->n, &flag, 4);
     for (int q = 0; q < a->n; q++) {
         a->by_world[q] = (struct member){ a->world[q], q };
         sorted &= q == 0 || a->world[q - 1] < a->world[q];
     }
     if (!sorted)
         qsort(a->by_world, (size_t)a->n, sizeof(*a->by_world), member_cmp);
-    reap(0);
+    ftw_stat_add(FTW_STAT_AGREEMENTS, 1);
+
+    ftw_mt_lock(&agree_lock);
+    HASH_FIND(hh, started_table, &a->id, sizeof(a->id), s);
+    if (s == NULL && (s = calloc(1, sizeof(*s))) != NULL) {
+        s->id = a->id;
+        HASH_ADD(hh, started_table, id, sizeof(s->id), s);
+    }
+    if (s != NULL && s->next[space_of(a->seq)] <= a->seq)
+        s->next[space_of(a->seq)] = a->seq + 1;
+    a->acc_floor = floor_here(a);
+    a->next = all;
+    all = a;
+    /* The parked messages of this one (faster members), its first
+     * step (a leaf sends its proposal up now). */
+    pump_locked(0);
+    ftw_mt_unlock(&agree_lock);
     *agree_p = a;
     return MPI_SUCCESS;
+}
 
-err:
-    ftw_error("out of memory for an agreement over %d processes",
-              ftw_agree_members(c));
-    return MPI_ERR_NO_MEM;
+int ftw_agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
+                    ftw_agree_t **agree_p)
+{
+    return agree_start(c, failed, flag, 0, agree_p);
+}
+
+int ftw_agree_test(ftw_agree_t *a)
+{
+    int decided;
+
+    if (a->decided)
+        return 1;
+    /* Another thread moving the agreements on moves this one too. */
+    if (ftw_mt_trylock(&agree_lock) != 0)
+        return 0;
+    pump_locked(1);
+    decided = a->decided;
+    ftw_mt_unlock(&agree_lock);
+    return decided;
 }
 
 void ftw_agree_result(const ftw_agree_t *a, uint8_t *failed, int *flag)
@@ -549,101 +605,87 @@ void ftw_agree_result(const ftw_agree_t *a, uint8_t *failed, int *flag)
     memcpy(flag, a->decision + a->n, 4);
 }
 
-/* Finish a broadcast's sends: they are small and go eagerly; one to a
- * process that died meanwhile is given up. */
-static void bcast_finish(bcast_t *b)
-{
-    for (int i = 0; i < b->nreq; i++)
-        ftw_ctl_send_finish(&b->reqs[i], b->peer[i]);
-    if (!b->own)
-        free(b);
-}
-
-static void agree_release(ftw_agree_t *a)
-{
-    while (a->sent != NULL) {
-        bcast_t *b = a->sent;
-
-        a->sent = b->next;
-        bcast_finish(b);
-    }
-    ftw_ctl_chan_put(a->chan);
-    free(a);
-}
-
 void ftw_agree_free(ftw_agree_t *a)
 {
     if (a == NULL)
         return;
-    take_messages(a, !a->decided);
-    if (!a->decided || all_done(a) || a->superseded) {
-        agree_release(a);
-        return;
+    ftw_mt_lock(&agree_lock);
+    a->owned = 0;
+    if (!a->decided) {
+        /* Given up (an error in the caller): it answers nobody. */
+        for (ftw_agree_t **pp = &all; *pp != NULL; pp = &(*pp)->next) {
+            if (*pp == a) {
+                *pp = a->next;
+                break;
+            }
+        }
+        release(a);
+    } else {
+        pump_locked(0);
     }
-    ftw_mt_lock(&finishing_lock);
-    a->next = finishing;
-    finishing = a;
-    /* Checked with a on the list: a failure learned from now on unlazies
-     * it (ftw_agree_failure_seen). */
-    if (member_failed(a))
-        unlazy(a);
-    ftw_mt_unlock(&finishing_lock);
+    ftw_mt_unlock(&agree_lock);
 }
 
 void ftw_agree_comm_freed(uint64_t id)
 {
-    if (id == 0 || finishing == NULL)
+    struct started *s;
+    double now;
+
+    if (id == 0)
         return;
-    ftw_mt_lock(&finishing_lock);
-    for (ftw_agree_t *e = finishing; e != NULL; e = e->next)
-        if (e->id == id && !e->superseded)
-            unlazy(e);
-    ftw_mt_unlock(&finishing_lock);
+    now = PMPI_Wtime();
+    ftw_mt_lock(&agree_lock);
+    for (ftw_agree_t *e = all; e != NULL; e = e->next)
+        if (e->id == id && e->freed_at == 0)
+            e->freed_at = now > 0 ? now : 1e-9;
+    HASH_FIND(hh, started_table, &id, sizeof(id), s);
+    if (s != NULL) {
+        HASH_DEL(started_table, s);
+        free(s);
+    }
+    ftw_mt_unlock(&agree_lock);
 }
 
 void ftw_agree_failure_seen(void)
 {
-    if (finishing == NULL)
+    if (all == NULL || ftw_mt_trylock(&agree_lock) != 0)
         return;
-    ftw_mt_lock(&finishing_lock);
-    for (ftw_agree_t *e = finishing; e != NULL; e = e->next)
-        if (!e->superseded)
-            unlazy(e);
-    ftw_mt_unlock(&finishing_lock);
+    /* The kept ones send their decision to their new children and new
+     * parents. */
+    pump_locked(1);
+    ftw_mt_unlock(&agree_lock);
 }
 
 void ftw_agree_fini(void)
 {
-    double until = PMPI_Wtime() + 1.0;
+    double until = PMPI_Wtime() + 0.3;
+    int failures = atomic_load_explicit(&ftw_fail_epoch,
+                                        memory_order_acquire) != 0;
+    struct started *s, *tmp;
 
-    ftw_mt_lock(&finishing_lock);
-    for (ftw_agree_t *e = finishing; e != NULL; e = e->next)
-        if (!e->superseded)
-            unlazy(e);
-    ftw_mt_unlock(&finishing_lock);
+    ftw_mt_lock(&agree_lock);
+    /* After failures a member may still ask (one that learned late that
+     * its parent failed): answer for a moment. */
+    do
+        pump_locked(1);
+    while (failures && PMPI_Wtime() < until);
+    while (all != NULL) {
+        ftw_agree_t *a = all;
 
-    /* Every live process sent its DECIDED when it decided: take them (a
-     * process that lags that much is not waited for). */
-    while (finishing != NULL && PMPI_Wtime() < until)
-        reap(1);
-    ftw_mt_lock(&finishing_lock);
-    while (finishing != NULL) {
-        ftw_agree_t *a = finishing;
-
-        finishing = a->next;
-        agree_release(a);
+        all = a->next;
+        release(a);
     }
-    ftw_mt_unlock(&finishing_lock);
+    HASH_ITER(hh, started_table, s, tmp) {
+        HASH_DEL(started_table, s);
+        free(s);
+    }
+    ftw_mt_unlock(&agree_lock);
 }
 
 int ftw_agree_post(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
                    ftw_agree_t **agree_p)
 {
-    int rc = ftw_agree_start(c, failed_in, flag_in, agree_p);
-
-    if (rc == MPI_SUCCESS)
-        (*agree_p)->blocking = 1;
-    return rc;
+    return ftw_agree_start(c, failed_in, flag_in, agree_p);
 }
 
 void ftw_agree_wait(ftw_agree_t *a, uint8_t *failed_out, int *flag_out)
@@ -669,4 +711,56 @@ int ftw_agree(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
         return rc;
     ftw_agree_wait(a, failed_out, flag_out);
     return MPI_SUCCESS;
+}
+
+int ftw_agree_handler(ftw_comm_t *c, int nfailed, int *flag_out)
+{
+    ftw_agree_t *a;
+    int rc = agree_start(c, NULL, 1, (uint64_t)nfailed, &a);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    ftw_agree_wait(a, NULL, flag_out);
+    return MPI_SUCCESS;
+}
+
+int ftw_agree_settled(ftw_comm_t *c, int flag_in, int always,
+                      uint8_t *failed_out, int *flag_out)
+{
+    int n = ftw_agree_members(c), rc, ok, need;
+    int *world = malloc(sizeof(int) * (size_t)(n + 1));
+    uint8_t *again = malloc((size_t)n + 1);
+
+    rc = world != NULL && again != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (rc == MPI_SUCCESS)
+        ftw_agree_member_list(c, world);
+    while (rc == MPI_SUCCESS) {
+        rc = ftw_agree(c, NULL, flag_in, failed_out, flag_out);
+        if (rc != MPI_SUCCESS)
+            break;
+        need = always || !*flag_out;
+        for (int q = 0; q < n && !need; q++)
+            need = failed_out[q] & 1;
+        if (!need)
+            break;
+        /* The survivors' communicator is to be made: first every member
+         * says whether all of its members are still live here; one that
+         * died since its contribution, or dies before this one's, holds
+         * this agreement up and is named by it.  Then again, without. */
+        ok = 1;
+        for (int q = 0; q < n; q++)
+            if (!(failed_out[q] & 1) && ftw_detect_is_failed(world[q]))
+                ok = 0;
+        rc = ftw_agree(c, NULL, ok, again, &ok);
+        for (int q = 0; q < n && rc == MPI_SUCCESS; q++)
+            if (!(failed_out[q] & 1) && (again[q] & 1))
+                ok = 0;
+        if (rc == MPI_SUCCESS && ok)
+            break;
+        ftw_info("a member of the survivors died before their "
+                 "communicator was made: agreeing again");
+    }
+    free(world);
+    free(again);
+    return rc;
 }

@@ -1,30 +1,41 @@
 /*
  * Fault-tolerant agreement among the members of a communicator.
  *
- * The algorithm is Flooding Consensus for a perfect failure detector
- * (Cachin, Guerraoui and Rodrigues, "Introduction to Reliable and Secure
- * Distributed Programming", 2011, algorithm 5.1).  ftwrap's detector is
- * perfect from the survivors' point of view: pidfds never suspect a live
- * process, and a process wrongly suspected by heartbeat is forced to exit.
- * Each round every process floods the proposals it has seen to all others
- * and waits for the round's message of every process it does not know to
- * be dead; a process decides when a round brings messages from the same
- * set of processes as the round before (no failure in between), and then
- * floods DECIDED, which ends the agreement for everyone still in it.  It
- * was chosen over a coordinator-based commit because no process ever has
- * to answer for an agreement it has left: a decided process tells the
- * others the decision and goes.
+ * A tree agreement with early return for a perfect failure detector
+ * (ftwrap's is, from the survivors' point of view: pidfds never suspect a
+ * live process, and a process wrongly suspected by heartbeat is forced to
+ * exit).  The members form a binomial tree over their indices (the parent
+ * of i is i with its lowest set bit cleared); a member known failed is
+ * skipped, its children hanging from its nearest live ancestor, and a
+ * member whose ancestors all failed hangs from the lowest live member,
+ * the root.  Each process sends UP to its parent the fold of its proposal
+ * and of the UPs of its children, once it has them all (or knows the
+ * missing ones failed); the root decides on its fold and the decision
+ * goes DOWN the tree.  A process has its decision, and returns, as soon as
+ * its parent's DOWN comes; it forwards it to its children first.
+ * Without failures: 2 (n - 1) messages in all, 2 log2 n hops.
  *
- * The value agreed is a deterministic function of the set of proposals:
- * the bitwise OR of the proposed failed bytes (one per rank; bit 0 means
- * failed, callers may use other bits) and the bitwise AND of the proposed
- * int flags.  Messages travel on ftwrap's control channel (ctl.h),
- * named by the communicator's id and the agreement's number on it, so
- * they never meet user traffic or another agreement's.  A process has
- * its decision as soon as it decides; the agreement is released once
- * DECIDED (each process's last message) came from every other live
- * process, in the background (later agreements finish what earlier ones
- * left), so nothing of it stays behind.
+ * Failures during an agreement reshape each process's tree as it learns
+ * of them: an UP goes again to the new parent (a process that already
+ * decided sends the decision UP instead, so that a new root takes it), a
+ * decided process sends DOWN to each new child and answers any UP that
+ * comes late with its decision, and a process takes a DOWN only from its
+ * current parent (its contribution went there; a decision from a root
+ * that failed and reached no live process is not final).  Every live
+ * decided process thus holds the one decision every other survivor gets.
+ *
+ * The value agreed is the bitwise OR of the proposed failed bytes (one
+ * per member; bit 0 means failed, callers may use other bits), with bit
+ * 0 set for every member known failed at a process when its UP leaves or
+ * the root decides, and the bitwise AND of the proposed int flags.
+ * Messages travel on ftwrap's control channel (ctl.h) and carry the
+ * communicator's id and the agreement's 64-bit number on it (the failure
+ * handlers' agreements are numbered apart), so they never meet user
+ * traffic or another agreement's.  A decided agreement stays, to answer,
+ * until a later agreement on the same communicator decides with every
+ * live member past it (each UP carries the lowest agreement number its
+ * subtree has not decided), for 30 s after its communicator is freed, or
+ * until MPI_Finalize.
  */
 #ifndef FTW_FT_AGREE_H
 #define FTW_FT_AGREE_H
@@ -65,13 +76,12 @@ void ftw_agree_free(ftw_agree_t *a);
  * (at finalize, before the MPI's own). */
 void ftw_agree_fini(void);
 
-/* The communicator of id is being freed (collective): its agreements
- * kept to answer late askers send their DECIDED now, to be released once
- * every member's is in. */
+/* The communicator of id is being freed: its agreements kept to answer
+ * go some time later. */
 void ftw_agree_comm_freed(uint64_t id);
 
-/* This process learned of a failure: every agreement kept to answer late
- * askers sends its DECIDED now. */
+/* This process learned of a failure: the agreements kept to answer send
+ * their decision to their new children and parents now. */
 void ftw_agree_failure_seen(void);
 
 /* Agreements that end a nonblocking call (FTW_Icomm_validate,
@@ -105,9 +115,29 @@ int ftw_agree_prepare(MPI_Comm comm, ftw_comm_t **c_p, uint8_t **failed_p);
 int ftw_agree_prepare_inter(MPI_Comm comm, ftw_comm_t **c_p,
                             uint8_t **failed_p);
 
+/* The failure handlers' agreement (SUBSET mode) for the nfailed-th
+ * failure among c's members (nfailed >= 1): numbered by that count, apart
+ * from c's other agreements, so that every member runs the same ones
+ * (one per failure, however the failures were learned) and none takes a
+ * message of an agreement another member runs meanwhile; only the flag
+ * comes back. */
+int ftw_agree_handler(ftw_comm_t *c, int nfailed, int *flag_out);
+
 /* Blocking: start, progress until decided, give the result, free. */
 int ftw_agree(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
               uint8_t *failed_out, int *flag_out);
+
+/* ftw_agree for a call that then makes a communicator of the survivors
+ * (the members the decision does not mark failed), blocking: when one is
+ * to be made (always, or the decision marks a member failed, or the flag
+ * AND is 0), a second agreement confirms that every survivor is still
+ * live everywhere (each proposes whether it knows of none failed, and
+ * the second decision must name none of them); if not, both run again.
+ * Every member makes the same choice.  A member dying after its
+ * contribution to the second agreement still leaves the others in the
+ * MPI's creation. */
+int ftw_agree_settled(ftw_comm_t *c, int flag_in, int always,
+                      uint8_t *failed_out, int *flag_out);
 
 /* ftw_agree in two steps, so that the caller can work while the
  * proposals travel: post starts it (nothing else may start an agreement

@@ -624,6 +624,7 @@ int ftw_inter_survivors(const uint8_t *failed, const int *world, int n,
     if (rc == MPI_SUCCESS) {
         PMPI_Comm_group(ftw_ctl_comm, &wg);
         PMPI_Group_incl(wg, nkeep, keep, &g);
+        ftw_inject(FTW_INJECT_AGREED);
         rc = PMPI_Comm_create_group(ftw_ctl_comm, g, tag, &local);
         PMPI_Group_free(&g);
         PMPI_Group_free(&wg);
@@ -653,6 +654,7 @@ int ftw_comm_create_survivors(ftw_comm_t *c, const uint8_t *failed,
      * crashes on a communicator whose group was never asked for. */
     PMPI_Comm_group(c->user, &all);
     PMPI_Group_excl(all, nexcl, excl, &keep);
+    ftw_inject(FTW_INJECT_AGREED);
     rc = PMPI_Comm_create_group(c->user, keep, tag, newcomm_p);
     PMPI_Group_free(&keep);
     PMPI_Group_free(&all);

@@ -78,7 +78,7 @@ typedef struct ftw_comm {
     int coll_active;        /* 0 after a failure until validate */
     uint32_t coll_gen;      /* bumped when collectives are cut off */
     int nvalidated;         /* nfailed at the last validate */
-    uint32_t agree_seq;     /* agreements run on ctl so far */
+    uint64_t agree_seq;     /* agreements run on ctl so far */
     int revoked;            /* MPIX_Comm_revoke reached this process
                              * (revoke.c): non-local calls fail */
     int idup_seen;          /* Open MPI: an MPI_Comm_idup of it was made

@@ -36,10 +36,9 @@ enum {
 /* What every message about a communicator starts with. */
 typedef struct {
     uint64_t id;                /* the communicator's id */
-    uint32_t seq;               /* the exchange on it (agreement number) */
+    uint64_t seq;               /* the exchange on it (agreement number) */
     int32_t type;
     int32_t round;
-    int32_t pad;
 } ftw_ctl_hdr_t;
 
 typedef struct ftw_ctl_msg {

@@ -265,7 +265,7 @@ FTW_EXPORT int FTW_Comm_drain_all(MPI_Comm comm)
     if (rc != MPI_SUCCESS)
         return rc;
     ftw_pending_finish_all();
-    rc = ftw_agree(c, NULL, 1, failed, &flag);
+    rc = ftw_agree_settled(c, 1, 1, failed, &flag);
     if (rc == MPI_SUCCESS)
         rc = drain_finish(c, failed, flag, NULL);
     free(failed);

@@ -262,7 +262,22 @@ FTW_EXPORT int FTW_Failhandler_get_mode(int *mode)
     return MPI_SUCCESS;
 }
 
-/* Call handler i if its communicator is concerned by the new failures. */
+/* Call handler h (i-th) with code. */
+static void handler_invoke(handler_t h, int code)
+{
+    ftw_stat_add(FTW_STAT_HANDLERS_RUN, 1);
+    if (h.wfn != NULL)
+        h.wfn(&h.win, &code);
+    else if (h.ffn != NULL)
+        h.ffn(&h.file, &code);
+    else
+        h.fn(&h.comm, &code);
+}
+
+/* Call handler i if its communicator is concerned by the new failures.
+ * SUBSET: once per failure among its members, each after the members'
+ * agreement for that failure (numbered by the count of failures, so
+ * every member runs the same ones however it learned of them). */
 static void handler_call(int i)
 {
     handler_t h = handlers[i];
@@ -272,22 +287,20 @@ static void handler_call(int i)
     if (c == NULL)
         return;
     ftw_comm_refresh(c);
-    if (fh_mode == FTW_FAILHANDLER_MODE_SUBSET) {
+    if (fh_mode != FTW_FAILHANDLER_MODE_SUBSET) {
+        handlers[i].nfailed = c->nfailed;
+        handler_invoke(h, code);
+        return;
+    }
+    for (int k = h.nfailed + 1; k <= c->nfailed; k++) {
         int flag;
 
         /* The agreement only synchronises: its decision is not kept. */
-        if (c->nfailed == h.nfailed ||
-            ftw_agree(c, NULL, 1, NULL, &flag) != MPI_SUCCESS)
+        if (ftw_agree_handler(c, k, &flag) != MPI_SUCCESS)
             return;
+        handlers[i].nfailed = k;
+        handler_invoke(handlers[i], code);
     }
-    handlers[i].nfailed = c->nfailed;
-    ftw_stat_add(FTW_STAT_HANDLERS_RUN, 1);
-    if (h.wfn != NULL)
-        h.wfn(&h.win, &code);
-    else if (h.ffn != NULL)
-        h.ffn(&h.file, &code);
-    else
-        h.fn(&h.comm, &code);
 }
 
 void ftw_failhandlers_run(void)

@@ -238,7 +238,7 @@ static int agree_native(MPI_Comm comm, int *flag)
 /*
  * MPIX_Comm_agree on an intercommunicator of one job, ULFM's rule (each
  * group gets the AND of the other group's flags), uniform and fault
- * tolerant: two flooding agreements over both groups, the first on the
+ * tolerant: two agreements over both groups, the first on the
  * flags of the group first in the member list (the other proposes all
  * ones, AND's neutral element), the second on the other group's.  Each
  * group takes the one on the other group's flags.
@@ -424,7 +424,7 @@ static int shrink_inter(ftw_comm_t *c, MPI_Comm *newcomm)
     lo = ftw_agree_member_list(c, world) - c->rank;
     tag = shrink_tag(c);
     ftw_pending_finish_all();
-    rc = ftw_agree(c, NULL, 1, failed, &flag);
+    rc = ftw_agree_settled(c, 1, 1, failed, &flag);
     if (rc == MPI_SUCCESS)
         rc = ftw_inter_survivors(failed, world, n, lo, c->nlocal, tag, &nc);
     free(world);
@@ -450,7 +450,7 @@ int ftw_comm_shrink(MPI_Comm comm, MPI_Comm *newcomm)
     if (rc != MPI_SUCCESS)
         return ftw_raise(comm, rc, "MPIX_Comm_shrink", -1);
     ftw_pending_finish_all();
-    rc = ftw_agree(c, NULL, 1, failed, &flag);
+    rc = ftw_agree_settled(c, 1, 1, failed, &flag);
     if (rc == MPI_SUCCESS)
         rc = shrink_finish(c, failed, flag, newcomm);
     free(failed);

@@ -35,8 +35,11 @@ static void survivors_set(ftw_comm_t *c, MPI_Comm coll, int nsurv, int *surv,
     c->local_out = local_out;
 }
 
-/* Collectives of c run on the processes not in failed[] from now on. */
-static int validate_apply(ftw_comm_t *c, const uint8_t *failed)
+/* Collectives of c run on the processes not in failed[] from now on;
+ * on a fresh communicator of them unless the decision excludes nobody
+ * and every member's collectives were active (flag: the AND of that),
+ * which every member sees alike. */
+static int validate_apply(ftw_comm_t *c, const uint8_t *failed, int flag)
 {
     MPI_Comm coll;
     int *surv = malloc(sizeof(int) * (size_t)c->size);
@@ -52,7 +55,7 @@ static int validate_apply(ftw_comm_t *c, const uint8_t *failed)
         if (!failed[r])
             surv[nsurv++] = r;
     }
-    if (nsurv == c->size && c->coll_active) {
+    if (nsurv == c->size && flag) {
         rc = MPI_SUCCESS;
         goto out;
     }
@@ -90,9 +93,8 @@ int ftw_validate_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
                         void *out)
 {
     MPI_Group *failed_group = out;
-    int rc = validate_apply(c, failed);
+    int rc = validate_apply(c, failed, flag);
 
-    (void)flag;
     if (rc != MPI_SUCCESS)
         return rc;
     c->coll_active = 1;
@@ -207,7 +209,7 @@ static int validate_inter(ftw_comm_t *c, MPI_Group *failed_group)
     rlo = lo == 0 ? c->nlocal : 0;
     ftw_pending_finish_all();
     ftw_comm_refresh(c);
-    rc = ftw_agree(c, NULL, 1, failed, &flag);
+    rc = ftw_agree_settled(c, c->coll_active, 0, failed, &flag);
     if (rc != MPI_SUCCESS)
         goto out;
     for (int r = 0; r < c->size; r++) {
@@ -218,7 +220,7 @@ static int validate_inter(ftw_comm_t *c, MPI_Group *failed_group)
     for (int r = 0; r < c->nlocal; r++)
         local_out[r] = failed[lo + r] & 1;
     if (nsurv < c->size || memchr(local_out, 1, (size_t)c->nlocal) ||
-        !c->coll_active) {
+        !flag) {
         uint64_t h = c->id * 0x9E3779B97F4A7C15ull + c->agree_seq;
 
         rc = ftw_inter_survivors(failed, world, n, lo, c->nlocal,
@@ -259,7 +261,7 @@ FTW_EXPORT int FTW_Comm_validate(MPI_Comm comm, MPI_Group *failed_group)
     if (rc != MPI_SUCCESS)
         return rc;
     ftw_pending_finish_all();
-    rc = ftw_agree(c, NULL, 1, failed, &flag);
+    rc = ftw_agree_settled(c, c->coll_active, 0, failed, &flag);
     if (rc == MPI_SUCCESS)
         rc = ftw_validate_finish(c, failed, flag, failed_group);
     free(failed);
@@ -408,6 +410,6 @@ FTW_EXPORT int FTW_Icomm_validate(MPI_Comm comm, MPI_Group *failed_group,
     rc = ftw_agree_prepare(comm, &c, &failed);
     if (rc != MPI_SUCCESS)
         return rc;
-    return ftw_pending_start(c, ftw_validate_finish, failed, NULL, 1,
-                             failed_group, request);
+    return ftw_pending_start(c, ftw_validate_finish, failed, NULL,
+                             c->coll_active, failed_group, request);
 }

@@ -622,7 +622,8 @@ FTW_EXPORT int FTW_Iwin_validate(MPI_Win win, MPI_Group *failed_group,
     iw->failed_group = failed_group;
     rc = ftw_agree_prepare(w->comm, &c, &failed);
     if (rc == MPI_SUCCESS)
-        rc = ftw_pending_start(c, iwin_finish, failed, NULL, 1, iw,
+        rc = ftw_pending_start(c, iwin_finish, failed, NULL,
+                               c->coll_active, iw,
                                request);
     else
         free(iw);

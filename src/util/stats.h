@@ -26,6 +26,8 @@
     _(REVOKES,        "revokes",        "MPIX_Comm_revoke calls")        \
     _(SHRINKS,        "shrinks",        "MPIX_Comm_shrink completed")    \
     _(AGREES,         "agrees",         "MPIX_Comm_agree completed")  \
+    _(AGREEMENTS,     "agreements",     "agreements taken part in")     \
+    _(AGREE_MSGS,     "agree_msgs",     "agreement messages sent")      \
     _(RNDV_CMA,       "rndv_cma",       "rendezvous messages pulled by CMA") \
     _(RNDV_CMA_BYTES, "rndv_cma_bytes", "bytes pulled by CMA")          \
     _(RNDV_SHM,       "rndv_shm",       "rendezvous messages pulled by shm") \
