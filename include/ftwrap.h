@@ -283,7 +283,9 @@ int FTW_Failhandler_get_mode(int *mode);
  * the call ends: it completes normally if it already could, else with
  * FTW_ERR_DRAINED (a blocking call in progress returns it; a nonblocking
  * request reports it from its wait or test; a persistent request started
- * again reports it too).  Messages in flight that nobody matched are
+ * again reports it too).  A send to a live process ends once that
+ * process took the message or dropped it (its drain drops what arrives
+ * from before), so its buffer is free when the wait returns.  Messages in flight that nobody matched are
  * discarded, and nothing sent before the drain can be matched after it.
  * Processes the drain found failed are out of comm's point-to-point
  * traffic from then on (FTW_ERR_PROC_FAIL_STOP at once).

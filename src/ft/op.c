@@ -47,6 +47,7 @@ void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
     op->info.view = NULL;
     op->info.rndv = 0;
     op->info.failed_at_start = 0;
+    op->info.cancelled = 0;
     op->replay = 0;
     op->info.bounce = NULL;
     op->bounceable = 0;
@@ -791,10 +792,11 @@ static int drain_cut(ftw_comm_t *c, const ftw_reqinfo_t *info,
 
     /* A wildcard receive may have matched a message of a process that
      * failed since: with failures in the communicator it is cut as for a
-     * failure. */
+     * failure.  A receive from a live process may be cancelled whatever
+     * its size (the drain's own pass did): MPICH's cancel of a matched
+     * large receive waits only for a dead sender. */
     ftw_comm_refresh(c);
     if (info->rndv || op_failed_peer(c, info) >= 0 ||
-        (recv && !recv_cancellable(info, info->peer)) ||
         (info->peer < 0 && c->nfailed > 0))
         return op_cut(info, req, status, info->peer, FTW_ERR_DRAINED);
     ftw_poll_init(&p);
