@@ -21,18 +21,6 @@
 
 static int rank;
 
-static void fill(unsigned char *p, size_t n, uint64_t s)
-{
-    uint64_t x = s * 0x9e3779b97f4a7c15ULL + 1;
-
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        p[i] = (unsigned char)x;
-    }
-}
-
 /* One round trip of len bytes (recv_len posted): 1 if all held here. */
 static int round_trip(unsigned char *sb, unsigned char *rb, unsigned char *ex,
                       size_t len, size_t recv_len, int how, uint64_t seed)
@@ -45,7 +33,7 @@ static int round_trip(unsigned char *sb, unsigned char *rb, unsigned char *ex,
         uint64_t s = seed * 2 + (uint64_t)leg;
 
         if (rank == leg) {
-            fill(sb, len, s);
+            tap_fill(sb, len, s);
             if (how == 0)
                 ok &= MPI_Send(sb, (int)len, MPI_BYTE, peer, leg + 10,
                                MPI_COMM_WORLD) == MPI_SUCCESS;
@@ -61,7 +49,7 @@ static int round_trip(unsigned char *sb, unsigned char *rb, unsigned char *ex,
             ok &= MPI_Recv(rb, (int)recv_len, MPI_BYTE, peer, leg + 10,
                            MPI_COMM_WORLD, &st) == MPI_SUCCESS;
             MPI_Get_count(&st, MPI_BYTE, &count);
-            fill(ex, len, s);
+            tap_fill(ex, len, s);
             ok &= st.MPI_SOURCE == peer && st.MPI_TAG == leg + 10 &&
                   count == (int)len && memcmp(rb, ex, len) == 0;
         }

@@ -37,25 +37,13 @@ static const int sizes[N] = { 100, 64, 200 << 10, 1 << 20, 4096, 64,
                               200 << 10, 100, 1 << 20, 200 << 10 };
 static unsigned char *sb[N], *rb;
 
-static void fill(unsigned char *p, size_t n, uint64_t s)
-{
-    uint64_t x = s * 0x9e3779b97f4a7c15ULL + 7;
-
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        p[i] = (unsigned char)x;
-    }
-}
-
 /* Message j of scenario sc: its status and payload right? */
 static int check(int sc, int j, const MPI_Status *st, const unsigned char *b)
 {
     int count = -1;
 
     MPI_Get_count(st, MPI_BYTE, &count);
-    fill(sb[j], (size_t)sizes[j], (uint64_t)(sc * 100 + j));
+    tap_fill(sb[j], (size_t)sizes[j], (uint64_t)(sc * 100 + j));
     return st->MPI_SOURCE == 0 && st->MPI_TAG == tags[j] &&
            count == sizes[j] && memcmp(b, sb[j], (size_t)sizes[j]) == 0;
 }
@@ -66,7 +54,7 @@ static void send_all(int sc)
     MPI_Status st[N];
 
     for (int j = 0; j < N; j++) {
-        fill(sb[j], (size_t)sizes[j], (uint64_t)(sc * 100 + j));
+        tap_fill(sb[j], (size_t)sizes[j], (uint64_t)(sc * 100 + j));
         MPI_Isend(sb[j], sizes[j], MPI_BYTE, 1, tags[j], MPI_COMM_WORLD,
                   &req[j]);
     }

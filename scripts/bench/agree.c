@@ -24,6 +24,9 @@
 #include <string.h>
 #include <time.h>
 
+#define BENCH_NAME "agree"
+#include "bench.h"
+
 enum { OP_ALLREDUCE, OP_VALIDATE, OP_AGREE, OP_SHRINK, OP_DRAIN, NOP };
 
 static double wall(void)
@@ -32,19 +35,6 @@ static double wall(void)
 
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int main(int argc, char **argv)
@@ -136,7 +126,7 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("agree %d %.0f", size, (out_max - in_min) * 1e6);
         for (int op = 0; op < NOP; op++)
-            printf(" %.1f", median(t + op * calls, calls) * 1e6);
+            printf(" %.1f", bench_median(t + op * calls, calls) * 1e6);
         printf("\n");
         fflush(stdout);
     }
