@@ -909,6 +909,16 @@ static int req_cut_by_drain(const ftw_reqinfo_t *info, MPI_Status *st)
     ftw_comm_t *c;
     int cancelled = 0;
 
+    if (ftw_unlikely(ftw_threaded)) {
+        /* Another thread's drain may have cancelled it between taking its
+         * number and publishing its view: any cancelled receive on a
+         * drained communicator counts. */
+        c = ftw_comm_get(info->comm);
+        if (c == NULL || c->drain_seq == 0)
+            return 0;
+        PMPI_Test_cancelled(st, &cancelled);
+        return cancelled;
+    }
     if (atomic_load_explicit(&ftw_drain_seq, memory_order_relaxed) ==
         info->drain_seq)
         return 0;
