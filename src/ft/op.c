@@ -663,11 +663,34 @@ static int req_settle(MPI_Request *req, MPI_Status *st)
 
 static int req_cut(const ftw_reqinfo_t *info, MPI_Status *st);
 
+/* A receive that was cancelled has ended (status st): code if the cancel
+ * took, else the message it had matched (checked for cut copies, a
+ * rendezvous finished). */
+static int recv_ended(const ftw_reqinfo_t *info, MPI_Status *st,
+                      MPI_Status *status, int source, int code)
+{
+    int cancelled = 0, rc = MPI_SUCCESS;
+
+    PMPI_Test_cancelled(st, &cancelled);
+    if (cancelled) {
+        ftw_stat_add(FTW_STAT_RECV_CANCELLED, 1);
+        ftw_status_fail(status, code, source);
+        return code;
+    }
+    if (ftw_unlikely(ftw_cut_seq != 0))
+        rc = req_cut(info, st);
+    if (rc == MPI_SUCCESS && info->rndv)
+        rc = ftw_rndv_finish(info, st);
+    if (status != MPI_STATUS_IGNORE)
+        *status = *st;
+    return rc;
+}
+
 static int recv_cancel(const ftw_reqinfo_t *info, MPI_Request *req,
                        MPI_Status *status, int source, int code)
 {
     MPI_Status st;
-    int flag = 0, cancelled = 0;
+    int flag = 0;
 
     for (int i = 0; i < 3 && !flag; i++)
         ftw_req_test(req, &flag, &st);
@@ -680,21 +703,7 @@ static int recv_cancel(const ftw_reqinfo_t *info, MPI_Request *req,
     }
     if (!flag)
         return recv_abandon(info, req, status, source, code);
-    PMPI_Test_cancelled(&st, &cancelled);
-    if (!cancelled) {
-        int rc = ftw_unlikely(ftw_cut_seq != 0) ? req_cut(info, &st)
-                                                : MPI_SUCCESS;
-
-        if (rc == MPI_SUCCESS && info->rndv)
-            rc = ftw_rndv_finish(info, &st);
-
-        if (status != MPI_STATUS_IGNORE)
-            *status = st;
-        return rc;
-    }
-    ftw_stat_add(FTW_STAT_RECV_CANCELLED, 1);
-    ftw_status_fail(status, code, source);
-    return code;
+    return recv_ended(info, &st, status, source, code);
 }
 
 /* The peer of a send failed: an eager send may be done; anything else can
@@ -818,23 +827,8 @@ static int drain_cut(ftw_comm_t *c, const ftw_reqinfo_t *info,
         ftw_poll_idle(&p);
         ftw_poll_changed(&p);
     }
-    if (recv) {
-        int cancelled = 0, rc = MPI_SUCCESS;
-
-        PMPI_Test_cancelled(&st, &cancelled);
-        if (cancelled) {
-            ftw_stat_add(FTW_STAT_RECV_CANCELLED, 1);
-            ftw_status_fail(status, FTW_ERR_DRAINED, info->peer);
-            return FTW_ERR_DRAINED;
-        }
-        if (ftw_unlikely(ftw_cut_seq != 0))
-            rc = req_cut(info, &st);
-        if (rc == MPI_SUCCESS && info->rndv)
-            rc = ftw_rndv_finish(info, &st);
-        if (status != MPI_STATUS_IGNORE)
-            *status = st;
-        return rc;
-    }
+    if (recv)
+        return recv_ended(info, &st, status, info->peer, FTW_ERR_DRAINED);
     if (first) {
         if (status != MPI_STATUS_IGNORE)
             *status = st;

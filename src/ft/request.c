@@ -185,16 +185,6 @@ static void req_retire_set_locked(int n, const MPI_Request before[],
             req_retire_locked(before[i]);
 }
 
-void ftw_req_hold(void)
-{
-    req_table_lock();
-}
-
-void ftw_req_unhold(void)
-{
-    req_table_unlock();
-}
-
 int ftw_req_test_mt(MPI_Request *req, int *flag, MPI_Status *st)
 {
     MPI_Request before = *req;

@@ -105,9 +105,7 @@ void ftw_req_foreach(void (*fn)(ftw_req_t *e, void *arg), void *arg);
  * MPI_THREAD_MULTIPLE each is one section under the table's lock with the
  * removal of the records of the requests it freed (request.c says why);
  * otherwise the plain PMPI call.  before[]: the handles as they were
- * before (the call's own array may change).  ftw_req_hold/unhold keep
- * the table's lock (recursive) around other uses of a native request
- * another thread may complete.
+ * before (the call's own array may change).
  */
 int ftw_req_test_mt(MPI_Request *req, int *flag, MPI_Status *st);
 int ftw_req_testall_mt(int n, const MPI_Request before[], MPI_Request reqs[],
@@ -121,8 +119,6 @@ int ftw_req_cancel_mt(MPI_Request *req);
 /* Cancel a recorded request once (the table locked): 0 if it was. */
 int ftw_req_cancel_once_locked(ftw_req_t *e);
 int ftw_req_free_mt(MPI_Request *req);
-void ftw_req_hold(void);
-void ftw_req_unhold(void);
 
 static inline int ftw_req_test(MPI_Request *req, int *flag, MPI_Status *st)
 {
