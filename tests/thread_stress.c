@@ -98,19 +98,29 @@ static void mark_dead(int r)
         ndead_known++;
 }
 
-static void mark_group(MPI_Group g)
+/* The ranks in wc of group g's members into out[]; their number. */
+static int group_ranks(MPI_Group g, int out[NP])
 {
     MPI_Group wg;
-    int n = 0, in[NP], out[NP];
+    int n = 0, in[NP];
 
     MPI_Group_size(g, &n);
+    if (n > NP)
+        n = NP;
     MPI_Comm_group(wc, &wg);
-    for (int i = 0; i < n && i < NP; i++)
+    for (int i = 0; i < n; i++)
         in[i] = i;
     MPI_Group_translate_ranks(g, n, in, wg, out);
-    for (int i = 0; i < n && i < NP; i++)
-        mark_dead(out[i]);
     MPI_Group_free(&wg);
+    return n;
+}
+
+static void mark_group(MPI_Group g)
+{
+    int out[NP], n = group_ranks(g, out);
+
+    for (int i = 0; i < n; i++)
+        mark_dead(out[i]);
 }
 
 static int right_of(void)
@@ -437,19 +447,14 @@ int main(int argc, char **argv)
         pthread_join(th[t], NULL);
 
     {
-        MPI_Group g, wg;
-        int n = 0, in[NP], out[NP], rc;
+        MPI_Group g;
+        int n, out[NP], rc;
 
         rc = FTW_Comm_validate(wc, &g);
         if (rc == MPI_SUCCESS) {
-            MPI_Group_size(g, &n);
-            MPI_Comm_group(wc, &wg);
-            for (int i = 0; i < n && i < NP; i++)
-                in[i] = i;
-            MPI_Group_translate_ranks(g, n, in, wg, out);
+            n = group_ranks(g, out);
             failed_ok = n == 2 && ((out[0] == 1 && out[1] == 3) ||
                                    (out[0] == 3 && out[1] == 1));
-            MPI_Group_free(&wg);
             MPI_Group_free(&g);
         } else {
             bad_calls++;
