@@ -36,8 +36,8 @@ MPIS := $(strip $(foreach m,openmpi mpich,\
 CFLAGS_COMMON := -O2 -g -std=gnu11 -fPIC -fvisibility=hidden \
                  -Wall -Wextra -Werror -Wno-unused-parameter \
                  -Iinclude -Isrc -Iwrap
-LIB_SRCS := $(sort $(wildcard src/util/*.c src/detect/*.c src/xport/*.c \
-                              src/rndv/*.c src/ft/*.c))
+LIB_DIRS := util detect xport core buf rndv p2p coll recover ulfm winfile life
+LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 GEN_SRCS := gen/ftwgen.py gen/rules.py
 TEST_SRCS := $(sort $(wildcard tests/*.c))
 TOOLS := build/bin/ftw-supervise build/bin/ftw-info

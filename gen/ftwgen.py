@@ -539,7 +539,7 @@ def body_comm_free(f):
 
 def body_win_life(f):
     """Window creation: the gate over the communicator (everywhere or
-    nowhere), the MPI's call, then ftwrap's record (src/ft/win.c)."""
+    nowhere), the MPI's call, then ftwrap's record (src/winfile/win.c)."""
     comm = comm_param(f)
     n = [p.name for p in f.params]
     outs = [p.name for p in f.params if re.match(r"^MPI_Win\s*\*$", p.type)]
@@ -567,7 +567,7 @@ def body_win_life(f):
 
 def body_file_open(f):
     """MPI_File_open: the gate over the communicator, the MPI's call, then
-    ftwrap's record (src/ft/file.c)."""
+    ftwrap's record (src/winfile/file.c)."""
     n = shape(f, [COMM, r"const char \*", "int", "MPI_Info", r"MPI_File \*"])
     return ("    ftw_coll_t co;\n    int rc;\n\n"
             "    if (ftw_create_gate(&co, ftw_create_begin(&co, \"%s\", %s, "
@@ -636,7 +636,7 @@ def body_win_rma(f):
 
 
 def body_core(f):
-    """The family core in src/ft has the MPI's own signature."""
+    """The family core in src/ has the MPI's own signature."""
     return "    return %s;\n" % f.call(
         "ftw_" + re.sub(r"^MPIX?_", "", f.name).lower())
 

@@ -25,23 +25,23 @@ ANY_RANKS = "any_ranks"      # creation that does not depend on the
                              # parent's rank numbers (may run on the
                              # survivors after failures were excluded)
 NB_ADJUST = "nb_adjust"      # blocking collective the wrapper posts through
-                             # ftw_coll_i<name>() in src/ft (same arguments
+                             # ftw_coll_i<name>() in src/ (same arguments
                              # as the native nonblocking call, with the
                              # ftw_coll_t first and no communicator), which
                              # adjusts what the MPI's nonblocking form would
                              # do differently from its blocking one
 WATCHED_DUP = "watched_dup"  # creation the wrapper runs as
-                             # ftw_create_dup() in src/ft (the MPI's
+                             # ftw_create_dup() in src/ (the MPI's
                              # nonblocking duplicate, abandoned when a member
                              # fails), with the info argument or
                              # MPI_INFO_NULL
 WATCHED_SPLIT = "watched_split"  # MPI_Comm_split, which the wrapper runs as
-                             # ftw_create_split() in src/ft (a watched
+                             # ftw_create_split() in src/ (a watched
                              # gather of colors and keys, then the MPI's
                              # MPI_Comm_create_group per color)
 SPLIT_END = "split_end"      # the _end of a split collective (its _begin
                              # did the collective's checks)
-CORE = "core"                # the wrapper calls ftw_<name>() in src/ft with
+CORE = "core"                # the wrapper calls ftw_<name>() in src/ with
                              # the same arguments (same signature on every
                              # MPI, no large-count twin); <name> is the
                              # call's without MPI_ or MPIX_, in lower case
@@ -99,7 +99,7 @@ RULES = [
     # MPIX_ extension of the same).
     # Open MPI 4.1's nonblocking forms of these pair the blocks of
     # duplicate Cartesian neighbours differently from the blocking ones
-    # (src/ft/coll_nb.c); the blocking wrappers adjust the arguments.
+    # (src/coll/coll_nb.c); the blocking wrappers adjust the arguments.
     (r"MPI_(Neighbor_alltoall|Neighbor_alltoallv|Neighbor_alltoallw)",
      "coll", {BLOCKS, COLLECTIVE, NB_ADJUST}),
     (r"MPI_" + _COLL + _LC, "coll", {BLOCKS, COLLECTIVE}),
@@ -134,15 +134,15 @@ RULES = [
     (r"MPI_(Comm_set_errhandler|Comm_get_errhandler|Comm_call_errhandler|"
      r"Errhandler_free)", "errhandler", set()),
 
-    # ULFM: ftwrap's own (src/ft/revoke.c, ulfm.c), never the MPI's.  The
+    # ULFM: ftwrap's own (src/ulfm/revoke.c, ulfm.c), never the MPI's.  The
     # calls an mpi.h does not declare (all of them on Open MPI 4.1; is_revoked,
     # ishrink, iagree, ack_failed, get_failed on MPICH 4.0) are written by
-    # hand in src/ft and declared in include/mpi-ext.h.
+    # hand in src/ and declared in include/mpi-ext.h.
     (r"MPIX_Comm_revoke", "ulfm", {CORE}),
     (r"MPIX_Comm_(shrink|agree)", "ulfm", {BLOCKS, COLLECTIVE, CORE}),
     (r"MPIX_Comm_(failure_ack|failure_get_acked)", "ulfm", {CORE}),
 
-    # Windows (src/ft/win.c): creation passes the gate and is tracked;
+    # Windows (src/winfile/win.c): creation passes the gate and is tracked;
     # the synchronisations and the free are ftwrap's own; RMA calls are
     # refused on a window a failure invalidated and routed to the window
     # a validate made over the survivors.
@@ -155,7 +155,7 @@ RULES = [
      r"Rget_accumulate|Fetch_and_op|Compare_and_swap)" + _LC, "win_rma",
      set()),
 
-    # Files (src/ft/file.c): opening passes the gate and is tracked;
+    # Files (src/winfile/file.c): opening passes the gate and is tracked;
     # collective operations wait in a watched barrier first and are refused
     # after a failure until FTW_File_validate; every call runs on the
     # handle a validate opened over the survivors.

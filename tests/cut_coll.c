@@ -9,7 +9,7 @@
  * it) SIGKILLs rank 1 10 ms in.  On MPICH (UCX_TLS=all: UCX's default
  * transports, CMA among them) rank 0 reads the data in 512 KiB pieces;
  * the reads after the kill fail, UCX 1.13 would abort, and ftwrap cuts
- * them instead (ft/cut.h), so the native gather completes with the rest
+ * them instead (buf/cut.h), so the native gather completes with the rest
  * of the buffer never written: ftwrap must fail it.  On Open MPI (single
  * copy on) the message is read in one call.
  *

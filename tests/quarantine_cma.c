@@ -23,7 +23,7 @@
  * On MPICH, UCX_TLS=all pins UCX's default transports, CMA among them
  * (what ftwrun keeps, unless UCX_TLS is set).  UCX reads the
  * message in 512 KiB pieces; the reads after the kill fail, which made
- * UCX 1.13 abort the receiver until ftwrap cut them (ft/cut.h): the
+ * UCX 1.13 abort the receiver until ftwrap cut them (buf/cut.h): the
  * receive now ends with FTW_ERR_PROC_FAIL_STOP, not quarantined, since
  * nothing can write the buffer any more.
  */

@@ -1,7 +1,7 @@
 /*
  * Everything the generated wrappers (build/<mpi>/wrap/wrap_*.c) see: the
- * MPI, the functions the installed MPI has, and the family cores of
- * src/ft.  Hand-written code lives in src/, never in generated files.
+ * MPI, the functions the installed MPI has, and the family cores in
+ * src/.  Hand-written code lives in src/, never in generated files.
  */
 #ifndef FTW_WRAP_H
 #define FTW_WRAP_H
@@ -13,16 +13,16 @@
 #ifdef FTW_HAVE_MPI_EXT_H
 #include <mpi-ext.h>
 #endif
-#include "ft/coll.h"
-#include "ft/file.h"
-#include "ft/complete.h"
-#include "ft/ft.h"
-#include "ft/op.h"
-#include "ft/p2p_rndv.h"
-#include "ft/probe.h"
-#include "ft/win.h"
-#include "ft/ulfm.h"
-#include "ft/xjob.h"
+#include "coll/coll.h"
+#include "winfile/file.h"
+#include "p2p/complete.h"
+#include "core/ft.h"
+#include "p2p/op.h"
+#include "rndv/p2p_rndv.h"
+#include "p2p/probe.h"
+#include "winfile/win.h"
+#include "ulfm/ulfm.h"
+#include "core/xjob.h"
 
 /* The MPI_ERROR field of a single-completion call's status, kept: read
  * before the call, written back after it. */

@@ -44,11 +44,11 @@ extern int ftw_idle_sleep;
 void ftw_detect_pause(void);
 
 /* Reasons for the wrappers to leave their fast path (ftw_quiet in
- * ft/op.h): fault injection armed, traffic moved by a drain, agreements in
+ * p2p/op.h): fault injection armed, traffic moved by a drain, agreements in
  * flight, a revoke bell heard.  Read with one relaxed load. */
 extern _Atomic int ftw_noisy;
 
-/* Revoke bells: a process that revoked a communicator (ft/revoke.c) rings
+/* Revoke bells: a process that revoked a communicator (ulfm/revoke.c) rings
  * the bell of every other member over the detector's socket after sending
  * the notice itself on the communicator's control communicator.  The
  * detector thread counts the bells it hears in ftw_det_bells and, on the
@@ -95,7 +95,7 @@ int ftw_detect_world_size(void);
 uint64_t ftw_detect_host(void);
 uint64_t ftw_detect_cookie(void);
 
-/* The id of the process pid on host, of another job (ft/xjob.c learned
+/* The id of the process pid on host, of another job (core/xjob.c learned
  * of it): its world rank if it is of this job after all, else an id of
  * its own past the world ranks (the same on every call, valid in this
  * process only), which ftw_detect_is_failed and the failure log use like

@@ -36,7 +36,7 @@ static ftw_status_t cma_read(int pid, uint64_t addr, void *local, size_t len)
         struct iovec l = { (char *)local + done, len - done };
         struct iovec r = { (void *)(uintptr_t)(addr + done), len - done };
         /* The system call itself: the libc name is ftwrap's
-         * interposer (ft/cut.h), which is for the MPI's copies. */
+         * interposer (buf/cut.h), which is for the MPI's copies. */
         ssize_t n = syscall(SYS_process_vm_readv, pid, &l, 1, &r, 1, 0UL);
 
         if (n < 0 && errno == EINTR)

@@ -1,0 +1,788 @@
+/* The request table and the graveyard. */
+#define _GNU_SOURCE
+#include "core/request.h"
+
+#include "core/lock.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "detect/detect.h"
+#include "rndv/rndv.h"
+#include "buf/bounce.h"
+#include "core/lock.h"
+#include "buf/quarantine.h"
+#include "util/config.h"
+#include "util/log.h"
+#include "util/stats.h"
+
+int ftw_req_count;
+int ftw_threaded;       /* MPI_THREAD_MULTIPLE: the table needs its lock */
+
+/*
+ * The table maps a native handle to its entry: open addressing with
+ * linear probing over a power-of-two array of (handle, entry) slots, at
+ * most half full, grown by doubling and never shrunk; a deletion shifts
+ * the rest of its run back, so there are no tombstones.  Request handles
+ * are pointers (Open MPI) or small integers (MPICH): a multiplicative
+ * hash spreads both.  A window of requests posted and completed again and
+ * again touches one or two cache lines per handle and allocates nothing.
+ */
+typedef struct {
+    MPI_Request key;
+    ftw_req_t *e;           /* NULL: empty */
+} req_slot_t;
+
+static req_slot_t *req_slots;
+static size_t req_mask;         /* slots - 1, when req_slots exists */
+static unsigned req_shift;      /* 64 - log2(slots) */
+static ftw_req_t *req_free_list;   /* recycled entries, linked by next */
+/* Recursive: a completion call holds it (ftw_req_hold) while the MPI may
+ * call back into ftwrap (an application's error handler). */
+static pthread_mutex_t req_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+/*
+ * Under MPI_THREAD_MULTIPLE a completion call and the removal of the
+ * records of the requests it freed form one section under the table's
+ * lock.  Otherwise, once the MPI freed a handle, another thread could be
+ * given the same handle for a new request and record it before the
+ * first thread removed the old record (which would then remove the new
+ * one), and a drain could cancel a freed request.  The records of the
+ * requests a thread's completion call freed leave the table in that
+ * section for the thread's own list (req_retired), where its lookups and
+ * its removal find them; no other thread can see them, the handle being
+ * dead.
+ */
+static __thread ftw_req_t *req_retired;
+
+/* The home slot of req: the top bits of a multiplicative hash. */
+static inline size_t req_hash(MPI_Request req)
+{
+    uint64_t k = 0;
+
+    memcpy(&k, &req, sizeof(req) < 8 ? sizeof(req) : 8);
+    return (size_t)((k * 0x9E3779B97F4A7C15ull) >> req_shift);
+}
+
+/* The slot holding req, or -1. */
+static inline long req_slot_find(MPI_Request req)
+{
+    if (req_slots == NULL)
+        return -1;
+    for (size_t i = req_hash(req) & req_mask;; i = (i + 1) & req_mask) {
+        if (req_slots[i].e == NULL)
+            return -1;
+        if (req_slots[i].key == req)
+            return (long)i;
+    }
+}
+
+/* Room for one more entry; 0 if out of memory. */
+static int req_slots_room(void)
+{
+    size_t n = req_slots != NULL ? req_mask + 1 : 0, cap;
+    req_slot_t *old = req_slots, *t;
+
+    if ((size_t)(ftw_req_count + 1) * 2 <= n)
+        return 1;
+    cap = n ? 2 * n : 128;
+    t = calloc(cap, sizeof(*t));
+    if (t == NULL)
+        return 0;
+    req_slots = t;
+    req_mask = cap - 1;
+    req_shift = 64;
+    for (size_t c = cap; c > 1; c >>= 1)
+        req_shift--;
+    for (size_t i = 0; i < n; i++) {
+        size_t j;
+
+        if (old[i].e == NULL)
+            continue;
+        for (j = req_hash(old[i].key) & req_mask; t[j].e != NULL;
+             j = (j + 1) & req_mask)
+            ;
+        t[j] = old[i];
+    }
+    free(old);
+    return 1;
+}
+
+/* Empty slot i and move back the entries after it that belong before. */
+static void req_slot_clear(size_t i)
+{
+    size_t j = i;
+
+    req_slots[i].e = NULL;
+    for (;;) {
+        size_t k;
+
+        j = (j + 1) & req_mask;
+        if (req_slots[j].e == NULL)
+            return;
+        k = req_hash(req_slots[j].key) & req_mask;
+        /* Entry j may move to i unless its home k lies in (i, j]. */
+        if (i <= j ? (k > i && k <= j) : (k > i || k <= j))
+            continue;
+        req_slots[i] = req_slots[j];
+        req_slots[j].e = NULL;
+        i = j;
+    }
+}
+
+/* Only a process whose threads may call MPI at once pays for the lock. */
+static inline void req_table_lock(void)
+{
+    ftw_mt_lock(&req_lock);
+}
+
+static inline void req_table_unlock(void)
+{
+    ftw_mt_unlock(&req_lock);
+}
+
+/* The record of handle req on this thread's retired list, or NULL;
+ * *prev_p gets the link pointing to it. */
+static ftw_req_t *req_retired_find(MPI_Request req, ftw_req_t ***prev_p)
+{
+    for (ftw_req_t **pp = &req_retired; *pp != NULL; pp = &(*pp)->next) {
+        if ((*pp)->key == req) {
+            *prev_p = pp;
+            return *pp;
+        }
+    }
+    return NULL;
+}
+
+/* Move req's record, if any, from the table to this thread's retired
+ * list (the table locked). */
+static void req_retire_locked(MPI_Request req)
+{
+    long at = req_slot_find(req);
+    ftw_req_t *e;
+
+    if (at < 0)
+        return;
+    e = req_slots[at].e;
+    req_slot_clear((size_t)at);
+    ftw_req_count--;
+    e->next = req_retired;
+    req_retired = e;
+}
+
+static void req_retire_set_locked(int n, const MPI_Request before[],
+                                  const MPI_Request after[])
+{
+    for (int i = 0; i < n; i++)
+        if (before[i] != MPI_REQUEST_NULL && after[i] == MPI_REQUEST_NULL)
+            req_retire_locked(before[i]);
+}
+
+int ftw_req_test_mt(MPI_Request *req, int *flag, MPI_Status *st)
+{
+    MPI_Request before = *req;
+    int rc;
+
+    req_table_lock();
+    rc = PMPI_Test(req, flag, st);
+    req_retire_set_locked(1, &before, req);
+    req_table_unlock();
+    return rc;
+}
+
+int ftw_req_testall_mt(int n, const MPI_Request before[], MPI_Request reqs[],
+                       int *flag, MPI_Status sts[])
+{
+    int rc;
+
+    req_table_lock();
+    rc = PMPI_Testall(n, reqs, flag, sts);
+    req_retire_set_locked(n, before, reqs);
+    req_table_unlock();
+    return rc;
+}
+
+int ftw_req_testany_mt(int n, const MPI_Request before[], MPI_Request reqs[],
+                       int *index, int *flag, MPI_Status *st)
+{
+    int rc;
+
+    req_table_lock();
+    rc = PMPI_Testany(n, reqs, index, flag, st);
+    req_retire_set_locked(n, before, reqs);
+    req_table_unlock();
+    return rc;
+}
+
+int ftw_req_testsome_mt(int n, const MPI_Request before[],
+                        MPI_Request reqs[], int *outcount, int indices[],
+                        MPI_Status sts[])
+{
+    int rc;
+
+    req_table_lock();
+    rc = PMPI_Testsome(n, reqs, outcount, indices, sts);
+    req_retire_set_locked(n, before, reqs);
+    req_table_unlock();
+    return rc;
+}
+
+int ftw_req_cancel_once_locked(ftw_req_t *e)
+{
+    if (e->info.cancelled)
+        return 0;
+    e->info.cancelled = 1;
+    return PMPI_Cancel(&e->key) == MPI_SUCCESS;
+}
+
+int ftw_req_cancel_mt(MPI_Request *req)
+{
+    long at;
+    int rc = MPI_SUCCESS;
+
+    req_table_lock();
+    at = req_slot_find(*req);
+    if (at < 0)
+        rc = PMPI_Cancel(req);
+    else
+        ftw_req_cancel_once_locked(req_slots[at].e);
+    req_table_unlock();
+    return rc;
+}
+
+int ftw_req_free_mt(MPI_Request *req)
+{
+    MPI_Request before = *req;
+    int rc;
+
+    req_table_lock();
+    rc = PMPI_Request_free(req);
+    req_retire_set_locked(1, &before, req);
+    req_table_unlock();
+    return rc;
+}
+
+/* A free entry for req, the table locked; NULL (unlocked) if out of
+ * memory. */
+static ftw_req_t *req_entry_get(MPI_Request req)
+{
+    ftw_req_t *e;
+
+    req_table_lock();
+    e = req_free_list;
+    if (e != NULL)
+        req_free_list = e->next;
+    else
+        e = malloc(sizeof(*e));
+    if (e == NULL) {
+        req_table_unlock();
+        ftw_warn_sparse("out of memory: a request will not be watched for "
+                        "peer failures");
+        return NULL;
+    }
+    e->key = req;
+    return e;
+}
+
+static void req_entry_insert(ftw_req_t *e);
+
+/* Both MPIs hand every nonblocking send that completed at once (a small
+ * eager message) one shared handle of a request that is already
+ * complete: Open MPI its static empty request, MPICH a builtin request
+ * (handle kind 01 in the top two bits).  Such a request cannot fail, and
+ * a window of sends would record it again and again under one key, so on
+ * the fast path (ftw_req_add_quiet) it is not recorded; elsewhere (a send
+ * posted to fail at its completion, say) it is. */
+#if defined(OPEN_MPI)
+static void *req_done_handle;
+static pthread_once_t req_done_once = PTHREAD_ONCE_INIT;
+
+static void req_done_find(void)
+{
+    req_done_handle = dlsym(RTLD_DEFAULT, "ompi_request_empty");
+}
+
+static inline int req_done(MPI_Request req)
+{
+    pthread_once(&req_done_once, req_done_find);
+    return req_done_handle != NULL && (void *)req == req_done_handle;
+}
+#elif defined(MPICH)
+static inline int req_done(MPI_Request req)
+{
+    return ((unsigned)req >> 30) == 1;
+}
+#else
+static inline int req_done(MPI_Request req)
+{
+    (void)req;
+    return 0;
+}
+#endif
+
+void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info)
+{
+    ftw_req_t *e;
+
+    if (req == MPI_REQUEST_NULL || (e = req_entry_get(req)) == NULL)
+        return;
+    e->info = *info;
+    req_entry_insert(e);
+}
+
+void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
+                       int persistent, void *buf, MPI_Count count,
+                       MPI_Datatype dt)
+{
+    ftw_req_t *e;
+
+    if (req == MPI_REQUEST_NULL || req_done(req) ||
+        (e = req_entry_get(req)) == NULL)
+        return;
+    memset(&e->info, 0, sizeof(e->info));
+    e->info.comm = comm;
+    e->info.peer = peer;
+    e->info.peer2 = FTW_NO_PEER;
+    e->info.kind = (uint8_t)kind;
+    e->info.persistent = (uint8_t)persistent;
+    e->info.buf = buf;
+    e->info.count = count;
+    e->info.dt = dt;
+    req_entry_insert(e);
+}
+
+/* Insert e (the table locked) and unlock. */
+static void req_entry_insert(ftw_req_t *e)
+{
+    long at = req_slot_find(e->key);
+
+    if (at >= 0) {
+        /* The MPI reused a handle whose completion ftwrap did not see:
+         * the old entry takes the new record, e goes back to the list. */
+        ftw_req_t *old = req_slots[at].e;
+
+        if (old->info.owned != NULL) {
+            ftw_rndv_send_end(old->info.owned);
+            free(old->info.owned);
+        }
+        old->info = e->info;
+        e->next = req_free_list;
+        req_free_list = e;
+        req_table_unlock();
+        return;
+    }
+    if (!req_slots_room()) {
+        e->next = req_free_list;
+        req_free_list = e;
+        req_table_unlock();
+        ftw_warn_sparse("out of memory: a request will not be watched for "
+                        "peer failures");
+        return;
+    }
+    for (size_t i = req_hash(e->key) & req_mask;; i = (i + 1) & req_mask) {
+        if (req_slots[i].e == NULL) {
+            req_slots[i].key = e->key;
+            req_slots[i].e = e;
+            break;
+        }
+    }
+    ftw_req_count++;
+    req_table_unlock();
+}
+
+ftw_req_t *ftw_req_find(MPI_Request req)
+{
+    ftw_req_t *e = NULL, **pp;
+    long at;
+
+    if (ftw_unlikely(req_retired != NULL) &&
+        (e = req_retired_find(req, &pp)) != NULL)
+        return e;
+    if (ftw_req_count == 0 || req == MPI_REQUEST_NULL)
+        return NULL;
+    req_table_lock();
+    at = req_slot_find(req);
+    if (at >= 0)
+        e = req_slots[at].e;
+    req_table_unlock();
+    return e;
+}
+
+int ftw_req_lookup(MPI_Request req, ftw_reqinfo_t *out)
+{
+    ftw_req_t *e, **pp;
+    long at;
+
+    if (ftw_unlikely(req_retired != NULL) &&
+        (e = req_retired_find(req, &pp)) != NULL) {
+        *out = e->info;
+        return 1;
+    }
+    if (ftw_req_count == 0 || req == MPI_REQUEST_NULL)
+        return 0;
+    req_table_lock();
+    at = req_slot_find(req);
+    if (at >= 0)
+        *out = req_slots[at].e->info;
+    req_table_unlock();
+    return at >= 0;
+}
+
+/* Take the record in slot at out of the table (the table locked); its
+ * entry goes back to the free list, what it owns stays with the caller. */
+static ftw_req_t *req_unlink_locked(long at)
+{
+    ftw_req_t *e = req_slots[at].e;
+
+    req_slot_clear((size_t)at);
+    ftw_req_count--;
+    e->next = req_free_list;
+    req_free_list = e;
+    return e;
+}
+
+/* Take e off this thread's retired list (at *pp) back to the free list. */
+static ftw_req_t *req_unretire(ftw_req_t **pp)
+{
+    ftw_req_t *e = *pp;
+
+    *pp = e->next;
+    req_table_lock();
+    e->next = req_free_list;
+    req_free_list = e;
+    req_table_unlock();
+    return e;
+}
+
+int ftw_req_remove(MPI_Request req, ftw_reqinfo_t *out)
+{
+    ftw_req_t *e, **pp;
+    long at;
+
+    if (ftw_unlikely(req_retired != NULL) &&
+        (e = req_retired_find(req, &pp)) != NULL) {
+        *out = e->info;     /* read before another thread reuses e */
+        req_unretire(pp);
+        return 1;
+    }
+    if (ftw_req_count == 0 || req == MPI_REQUEST_NULL)
+        return 0;
+    req_table_lock();
+    at = req_slot_find(req);
+    if (at >= 0)
+        *out = req_unlink_locked(at)->info;
+    req_table_unlock();
+    return at >= 0;
+}
+
+static void req_owned_free(void *owned)
+{
+    if (owned != NULL) {
+        ftw_rndv_send_end(owned);
+        free(owned);
+    }
+}
+
+static void req_del_locked(MPI_Request req)
+{
+    long at = req_slot_find(req);
+
+    if (at >= 0)
+        req_owned_free(req_unlink_locked(at)->info.owned);
+}
+
+/* A retired record of req: forgotten; 1 if there was one. */
+static int req_del_retired(MPI_Request req)
+{
+    ftw_req_t *e, **pp;
+    void *owned;
+
+    if (ftw_likely(req_retired == NULL) ||
+        (e = req_retired_find(req, &pp)) == NULL)
+        return 0;
+    owned = e->info.owned;
+    req_unretire(pp);
+    req_owned_free(owned);
+    return 1;
+}
+
+void ftw_req_del(MPI_Request req)
+{
+    if (req_del_retired(req) || ftw_req_count == 0 ||
+        req == MPI_REQUEST_NULL)
+        return;
+    req_table_lock();
+    req_del_locked(req);
+    req_table_unlock();
+}
+
+void ftw_req_reap(int n, const MPI_Request before[], const MPI_Request after[])
+{
+    if (ftw_unlikely(req_retired != NULL))
+        for (int i = 0; i < n; i++)
+            if (before[i] != MPI_REQUEST_NULL && after[i] == MPI_REQUEST_NULL)
+                req_del_retired(before[i]);
+    if (ftw_req_count == 0)
+        return;
+    req_table_lock();
+    for (int i = 0; i < n; i++)
+        if (before[i] != MPI_REQUEST_NULL && after[i] == MPI_REQUEST_NULL)
+            req_del_locked(before[i]);
+    req_table_unlock();
+}
+
+void ftw_req_foreach(void (*fn)(ftw_req_t *e, void *arg), void *arg)
+{
+    req_table_lock();
+    for (size_t i = 0; req_slots != NULL && i <= req_mask; i++)
+        if (req_slots[i].e != NULL)
+            fn(req_slots[i].e, arg);
+    req_table_unlock();
+}
+
+int ftw_req_uses_type(MPI_Datatype dt)
+{
+    int found = 0;
+
+    req_table_lock();
+    for (size_t i = 0; req_slots != NULL && i <= req_mask; i++) {
+        if (req_slots[i].e != NULL && req_slots[i].e->info.dt == dt) {
+            found = 1;
+            break;
+        }
+    }
+    req_table_unlock();
+    return found;
+}
+
+/* ---- graveyard ---------------------------------------------------------- */
+
+typedef struct {
+    MPI_Request req;
+    void *owned;
+    unsigned qid;       /* quarantined range, released when it ends */
+    int pidfd;          /* the one process that could write it, or -1 */
+    unsigned settle;    /* progress passes made since that process exited */
+    void *shield;       /* a collective's private output copy */
+    unsigned skip;      /* passes to go before it is tested again */
+    unsigned wait;      /* passes between its tests, doubling */
+} grave_t;
+
+/* The most passes between two tests of one abandoned request.  Most end
+ * within a few passes (a cancelled receive, a send whose peer took it) or
+ * never (a collective a revocation cut on some members only, which the
+ * MPI keeps for good): testing the long-lived ones ever less often keeps a
+ * pass cheap when thousands pile up, while any test of one drives the
+ * MPI's progress for all of them. */
+#define GRAVE_MAX_WAIT 1023u
+
+#define GRAVE_EXITED (-2)     /* grave_t.pidfd: the writer has exited */
+
+static grave_t *grave;
+static int grave_n, grave_cap;
+
+/* Append an entry (the table locked); NULL if out of memory. */
+static grave_t *grave_add_locked(MPI_Request req, void *owned)
+{
+    grave_t *g;
+
+    if (grave_n == grave_cap) {
+        int cap = grave_cap ? 2 * grave_cap : 16;
+
+        g = realloc(grave, sizeof(*g) * (size_t)cap);
+        if (g == NULL) {
+            /* Its memory stays allocated: the MPI may still use it. */
+            ftw_warn_sparse("out of memory: an abandoned request is "
+                            "dropped without being completed");
+            return NULL;
+        }
+        grave = g;
+        grave_cap = cap;
+    }
+    g = &grave[grave_n++];
+    g->req = req;
+    g->qid = 0;
+    g->pidfd = -1;
+    g->settle = 0;
+    g->skip = 0;
+    g->shield = NULL;
+    g->wait = 0;
+    g->owned = owned;
+    ftw_stat_add(FTW_STAT_GRAVEYARD, 1);
+    return g;
+}
+
+/* Append req, with what its record owned (the table locked). */
+static grave_t *grave_add_req_locked(MPI_Request req)
+{
+    void *owned = NULL;
+    long at = req_slot_find(req);
+
+    if (at >= 0) {
+        owned = req_slots[at].e->info.owned;
+        req_slots[at].e->info.owned = NULL;
+        /* The graveyard's test may free the handle from now on. */
+        if (ftw_threaded)
+            req_retire_locked(req);
+    }
+    return grave_add_locked(req, owned);
+}
+
+void ftw_grave_add(MPI_Request req)
+{
+    req_table_lock();
+    grave_add_req_locked(req);
+    req_table_unlock();
+}
+
+void ftw_grave_add_quarantined(MPI_Request req, unsigned qid)
+{
+    grave_t *g;
+
+    req_table_lock();
+    g = grave_add_req_locked(req);
+    if (g != NULL)
+        g->qid = qid;
+    req_table_unlock();
+}
+
+void ftw_grave_add_recv(MPI_Request req, unsigned qid, int writer_world)
+{
+    int pid = ftw_detect_local_pid(writer_world), fd = -1;
+    grave_t *g;
+
+    if (qid != 0 && pid > 0 && ftw_cfg.quarantine_settle > 0) {
+        fd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (fd < 0 && errno == ESRCH)
+            fd = GRAVE_EXITED;      /* gone, and reaped, already */
+    }
+    req_table_lock();
+    g = grave_add_req_locked(req);
+    if (g != NULL) {
+        g->qid = qid;
+        g->pidfd = fd;
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    req_table_unlock();
+}
+
+void ftw_grave_add_full(MPI_Request req, void *owned, unsigned qid)
+{
+    grave_t *g;
+
+    req_table_lock();
+    g = grave_add_locked(req, owned);
+    if (g != NULL)
+        g->qid = qid;
+    req_table_unlock();
+}
+
+void ftw_grave_add_shielded(MPI_Request req, void *owned, void *shield)
+{
+    grave_t *g;
+
+    req_table_lock();
+    g = grave_add_locked(req, owned);
+    if (g != NULL)
+        g->shield = shield;
+    else
+        ftw_warn_sparse("out of memory: a collective's output copy is "
+                        "left to the MPI");
+    req_table_unlock();
+}
+
+void ftw_grave_add_owned(MPI_Request req, void *owned)
+{
+    req_table_lock();
+    grave_add_locked(req, owned);
+    req_table_unlock();
+}
+
+/* Has the process behind g's pidfd exited?  Once it has, the only writes
+ * left into the range are copies this process's own MPI progress makes of
+ * fragments the writer had already queued in shared memory (Open MPI's
+ * vader and MPICH's shared-memory transports copy on the receiving side;
+ * a single-copy read is one call of the receiver's that has returned):
+ * FTW_QUARANTINE_SETTLE further progress passes consume them. */
+static int grave_writer_gone(grave_t *g)
+{
+    struct pollfd p = { .fd = g->pidfd, .events = POLLIN };
+
+    if (g->pidfd == GRAVE_EXITED)
+        return 1;
+    if (poll(&p, 1, 0) != 1)
+        return 0;
+    close(g->pidfd);
+    g->pidfd = GRAVE_EXITED;
+    return 1;
+}
+
+/* One progress pass over g; 1 if its range was released by it. */
+static int grave_settle(grave_t *g)
+{
+    if (g->qid == 0 || g->pidfd == -1 || !grave_writer_gone(g) ||
+        ++g->settle < (unsigned)ftw_cfg.quarantine_settle)
+        return 0;
+    ftw_quarantine_release(g->qid);
+    g->qid = 0;
+    return 1;
+}
+
+/* g's native request ended: nothing uses its memory or range now. */
+static void grave_close(grave_t *g)
+{
+    if (g->pidfd >= 0)
+        close(g->pidfd);
+    ftw_rndv_send_end(g->owned);
+    free(g->owned);
+    free(g->shield);
+    ftw_quarantine_release(g->qid);
+}
+
+void ftw_grave_progress(void)
+{
+    int released = 0;
+
+    if (grave_n == 0)
+        return;
+    req_table_lock();
+    for (int i = 0; i < grave_n;) {
+        grave_t *g = &grave[i];
+        int flag = 0;
+
+        if (g->skip > 0) {
+            g->skip--;
+            released |= grave_settle(g);
+            i++;
+            continue;
+        }
+        PMPI_Test(&g->req, &flag, MPI_STATUS_IGNORE);
+        if (flag) {
+            released |= g->qid != 0;
+            grave_close(g);
+            *g = grave[--grave_n];
+        } else {
+            g->wait = g->wait * 2 + 1 < GRAVE_MAX_WAIT ?
+                      g->wait * 2 + 1 : GRAVE_MAX_WAIT;
+            g->skip = g->wait;
+            released |= grave_settle(g);
+            i++;
+        }
+    }
+    req_table_unlock();
+    if (released)
+        ftw_bounce_progress();
+}
+
+int ftw_grave_count(void)
+{
+    return grave_n;
+}

@@ -1,0 +1,915 @@
+/* The rendezvous inside point-to-point calls: posting and finishing. */
+#include "rndv/p2p_rndv.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftwrap.h"
+#include "core/comm.h"
+#include "rndv/stash.h"
+#include "util/log.h"
+#include "util/stats.h"
+#include "xport/xport.h"
+
+/* What a rendezvous-capable receive owns (ftw_reqinfo_t.owned): the
+ * outcome of a completion finished early, shared by every copy of the
+ * request's info, and the scratch header. */
+typedef struct {
+    int32_t active;         /* posted (a persistent one: started) */
+    int32_t finished;       /* finished early: code and got hold */
+    int32_t code;
+    int32_t replay;         /* FTW_RNDV_REPLAY: source and tag to report */
+    int32_t rsrc, rtag;
+    int32_t tag;            /* a persistent receive's tag */
+    MPI_Count got;          /* bytes the status reports */
+    int32_t split;          /* RSCRATCH with the rest in the buffer */
+    uint64_t span_id;       /* listed (see spans), or 0 */
+    char scratch[FTW_RTS_SIZE];
+} rstate_t;
+
+/*
+ * Pending receives into the user's buffers, by byte range.  Programs post
+ * windows of receives into one buffer (a bandwidth loop reuses it), and
+ * the MPI may complete several before ftwrap reads the first one's
+ * header: a later message would overwrite an RTS not read yet.  So:
+ *   - a receive posted into the buffer (FTW_RNDV_RUSER, contiguous) is
+ *     listed with its head, the FTW_RTS_SIZE bytes where its RTS lands;
+ *   - a receive whose bytes would cover a listed head is split: its first
+ *     FTW_RTS_SIZE bytes go to scratch, the rest to the buffer (listed
+ *     too, without a head);
+ *   - before ftwrap itself writes into a buffer (a pull, a copy from
+ *     scratch), the RTS lying in a listed head it covers is rescued into
+ *     the list, where that receive's finish reads it (heads_rescue).
+ * A receive whose tail would cover a head (receives overlapping at other
+ * offsets) or whose type is not contiguous keeps the buffer: overlapping
+ * pending receives are erroneous in MPI, and the common case, one buffer
+ * reused, is what is made safe.  Entries are named by a sequence number,
+ * not by the rstate_t (freed in several places): one left by a receive
+ * freed unfinished only makes later receives into that range split.
+ */
+#define SPANS_MAX 4096
+
+static struct span {
+    const char *lo, *hi;
+    uint64_t id;
+    int head;               /* an RTS may land at lo */
+    int rescued;            /* hdr holds the RTS found there */
+    ftw_rts_t hdr;
+} *spans;
+static int nspans, spans_cap;
+static uint64_t spans_seq;
+static pthread_mutex_t spans_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void span_add(rstate_t *rs, const char *lo, const char *hi, int head)
+{
+    pthread_mutex_lock(&spans_lock);
+    if (nspans == spans_cap && spans_cap < SPANS_MAX) {
+        int cap = spans_cap ? 2 * spans_cap : 16;
+        struct span *n = realloc(spans, sizeof(*n) * (size_t)cap);
+
+        if (n != NULL) {
+            spans = n;
+            spans_cap = cap;
+        }
+    }
+    if (nspans < spans_cap) {
+        spans[nspans] = (struct span){ .lo = lo, .hi = hi, .head = head,
+                                       .id = ++spans_seq };
+        rs->span_id = spans[nspans].id;
+        __atomic_store_n(&nspans, nspans + 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&spans_lock);
+}
+
+static struct span *span_find_locked(uint64_t id)
+{
+    for (int i = 0; i < nspans; i++)
+        if (spans[i].id == id)
+            return &spans[i];
+    return NULL;
+}
+
+static void span_drop(rstate_t *rs)
+{
+    struct span *e;
+
+    if (rs == NULL || rs->span_id == 0)
+        return;
+    pthread_mutex_lock(&spans_lock);
+    if ((e = span_find_locked(rs->span_id)) != NULL) {
+        *e = spans[nspans - 1];
+        __atomic_store_n(&nspans, nspans - 1, __ATOMIC_RELAXED);
+    }
+    rs->span_id = 0;
+    pthread_mutex_unlock(&spans_lock);
+}
+
+/* Does [lo, hi) overlap a listed range (heads_only: a listed head)? */
+static int spans_overlap(const char *lo, const char *hi, int heads_only)
+{
+    int found = 0;
+
+    if (__atomic_load_n(&nspans, __ATOMIC_RELAXED) == 0 || lo >= hi)
+        return 0;
+    pthread_mutex_lock(&spans_lock);
+    for (int i = 0; i < nspans && !found; i++) {
+        const struct span *e = &spans[i];
+
+        if (heads_only)
+            found = e->head && e->lo < hi && lo < e->lo + FTW_RTS_SIZE;
+        else
+            found = e->lo < hi && lo < e->hi;
+    }
+    pthread_mutex_unlock(&spans_lock);
+    return found;
+}
+
+/* The RTS rescued for rs, if any, into *hdr. */
+static int head_rescued(const rstate_t *rs, ftw_rts_t *hdr)
+{
+    struct span *e;
+    int found = 0;
+
+    if (rs == NULL || rs->span_id == 0)
+        return 0;
+    pthread_mutex_lock(&spans_lock);
+    if ((e = span_find_locked(rs->span_id)) != NULL && e->rescued) {
+        memcpy(hdr, &e->hdr, sizeof(*hdr));
+        found = 1;
+    }
+    pthread_mutex_unlock(&spans_lock);
+    return found;
+}
+
+/* The bytes count dt at buf may write: [*lo, *hi). */
+static void write_span(const void *buf, MPI_Count count, MPI_Datatype dt,
+                       const char **lo, const char **hi)
+{
+    MPI_Count tlb = 0, textent = 0, lb = 0, extent = 0;
+
+    PMPI_Type_get_true_extent_x(dt, &tlb, &textent);
+    PMPI_Type_get_extent_x(dt, &lb, &extent);
+    *lo = (const char *)buf + tlb;
+    *hi = count > 0 ? *lo + (count - 1) * extent + textent : *lo;
+    if (*hi < *lo) {        /* negative strides: the whole range */
+        const char *t = *lo;
+
+        *lo = *hi;
+        *hi = t;
+    }
+}
+
+/* ftwrap is about to write into the buffer of receive info (a pull, a
+ * copy from scratch): keep the RTS of every other listed receive whose
+ * head that covers. */
+static void heads_rescue(const ftw_reqinfo_t *info)
+{
+    const rstate_t *rs = info->owned;
+    uint64_t self = rs != NULL ? rs->span_id : 0;
+    const char *lo, *hi;
+
+    if (__atomic_load_n(&nspans, __ATOMIC_RELAXED) == 0)
+        return;
+    write_span(info->buf, info->count, info->dt, &lo, &hi);
+    pthread_mutex_lock(&spans_lock);
+    for (int i = 0; i < nspans; i++) {
+        struct span *e = &spans[i];
+
+        if (!e->head || e->rescued || e->id == self || e->lo >= hi ||
+            lo >= e->lo + FTW_RTS_SIZE || !ftw_rndv_is_rts(e->lo, FTW_RTS_SIZE))
+            continue;
+        memcpy(&e->hdr, e->lo, sizeof(e->hdr));
+        e->rescued = 1;
+    }
+    pthread_mutex_unlock(&spans_lock);
+}
+
+/* World rank of rank peer of comm, or -1 (intercommunicators, wildcard
+ * or null peers, processes of other jobs, unknown communicators go
+ * native). */
+static int peer_world(MPI_Comm comm, int peer)
+{
+    ftw_comm_t *c = ftw_comm_get(comm);
+
+    if (c == NULL || c->is_inter || peer < 0 || peer >= c->size ||
+        c->peer_world[peer] >= ftw_detect_world_size())
+        return -1;      /* a process of another job: no transport */
+    return c->peer_world[peer];
+}
+
+#define SEND_SETTLE_SEC 0.5
+
+int ftw_rndv_send_settle(const ftw_reqinfo_t *info, MPI_Request *req,
+                         MPI_Status *st)
+{
+    int world = peer_world(info->comm, info->peer), flag = 0;
+    double end = PMPI_Wtime() + SEND_SETTLE_SEC;
+
+    for (unsigned i = 0; world >= 0 && !ftw_detect_is_failed(world); i++) {
+        if (PMPI_Test(req, &flag, st) != MPI_SUCCESS)
+            return 0;
+        if (flag)
+            return 1;
+        ftw_xport_progress();   /* an shm pull needs this process */
+        if ((i & 15) == 0) {
+            if (PMPI_Wtime() > end)
+                return 0;
+            ftw_rndv_progress_recvs();
+            ftw_rndv_progress();
+            ftw_detect_peek();
+        }
+    }
+    return 0;
+}
+
+/* A large send the MPI carries: what the wrapper would have done. */
+static int send_native(ftw_op_t *op, const void *buf, int count,
+                       MPI_Datatype dt, int tag, MPI_Request *request)
+{
+    int (*isend)(const void *, int, MPI_Datatype, int, int, MPI_Comm,
+                 MPI_Request *) =
+        op->info.kind == FTW_OP_SSEND ? PMPI_Issend : PMPI_Isend;
+    MPI_Count size = 0;
+
+    ftw_type_size(dt, &size);
+    ftw_stat_add(FTW_STAT_RNDV_NATIVE, 1);
+    ftw_stat_add(FTW_STAT_RNDV_NATIVE_BYTES, (uint64_t)(count * size));
+    if (request != NULL)
+        return ftw_op_posted(op, isend(buf, count, dt, op->npeer, tag,
+                                       op->native, request), request);
+    return ftw_op_wait(op, isend(buf, count, dt, op->npeer, tag, op->native,
+                                 &op->req), MPI_STATUS_IGNORE);
+}
+
+/* The request of a rendezvous send is its FIN receive: watched like a
+ * receive from the destination, so its failure ends it. */
+static void send_info(ftw_op_t *op, const ftw_rndv_send_t *s)
+{
+    op->info.kind = FTW_OP_RECV;
+    op->info.rndv = FTW_RNDV_SEND;
+    op->info.owned = s->owned;
+    op->info.buf = s->owned;
+    op->info.count = 1;
+    op->info.dt = MPI_UINT64_T;
+    op->info.p2p_user = NULL;
+}
+
+int ftw_rndv_send_op(const void *buf, int count, MPI_Datatype dt, int dest,
+                     int tag, MPI_Comm comm, int kind, const char *name,
+                     MPI_Request *request)
+{
+    ftw_rndv_send_t s;
+    ftw_op_t op;
+    MPI_Count size;
+    int world, xport, rc;
+
+    ftw_op_begin(&op, name, comm, dest, (ftw_op_kind_t)kind);
+    if (ftw_op_refused(&op, MPI_STATUS_IGNORE)) {
+        if (request != NULL)
+            *request = MPI_REQUEST_NULL;
+        return op.rc;
+    }
+    world = peer_world(comm, dest);
+    if (ftw_type_size(dt, &size) != MPI_SUCCESS)
+        world = -1;
+    xport = world >= 0 ? (int)ftw_xport_for_size(world,
+                                                 (uint64_t)(count * size))
+                       : FTW_XPORT_ID_NATIVE;
+    if (xport == FTW_XPORT_ID_NATIVE || op.npeer < 0)
+        return send_native(&op, buf, count, dt, tag, request);
+    /* A blocking send has one message in flight and its sender only
+     * waits: the receiver reads it alone (cma), not through the shm
+     * pipeline, whose speed hangs on both processes holding a core. */
+    if (xport == FTW_XPORT_ID_SHM && request == NULL &&
+        ftw_cfg.xport == FTW_XPORT_AUTO)
+        xport = FTW_XPORT_ID_CMA;
+    if (ftw_rndv_send_start(buf, count, dt, count * size, world, xport, tag,
+                            op.native, op.npeer, &s) != FTW_OK)
+        return ftw_raise(comm, MPI_ERR_OTHER, name, -1);
+    send_info(&op, &s);
+    if (request != NULL) {
+        *request = s.fin_req;
+        ftw_req_add(s.fin_req, &op.info);
+        return MPI_SUCCESS;
+    }
+    op.req = s.fin_req;
+    rc = ftw_op_wait(&op, MPI_SUCCESS, MPI_STATUS_IGNORE);
+    ftw_rndv_send_end(s.owned);     /* the buffer is the caller's again */
+    if (rc != FTW_ERR_BUFFER_UNUSABLE)
+        free(s.owned);  /* else the MPI may still write the FIN word */
+    return rc;
+}
+
+/* Post a receive: into the buffer, or the scratch header. */
+static int recv_post(ftw_op_t *op, void *buf, int count, MPI_Datatype dt,
+                     int tag, int persistent, MPI_Request *req)
+{
+    rstate_t *rs = op->info.owned;
+
+    if ((op->info.rndv & FTW_RNDV_RSCRATCH) && rs->split) {
+        /* The first FTW_RTS_SIZE bytes to scratch, the rest in place. */
+        MPI_Count size = 0;
+        MPI_Aint lb = 0, disp[2];
+        int len[2], rc;
+        MPI_Datatype t, types[2] = { MPI_BYTE, MPI_BYTE };
+
+        ftw_type_size(dt, &size);
+        ftw_rndv_contig(count, dt, &lb);
+        len[0] = FTW_RTS_SIZE;
+        len[1] = (int)(count * size) - FTW_RTS_SIZE;
+        PMPI_Get_address(rs->scratch, &disp[0]);
+        PMPI_Get_address((char *)buf + lb + FTW_RTS_SIZE, &disp[1]);
+        rc = PMPI_Type_create_struct(2, len, disp, types, &t);
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Type_commit(&t);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        rc = PMPI_Irecv(MPI_BOTTOM, 1, t, op->npeer, tag, op->native, req);
+        PMPI_Type_free(&t);     /* the receive keeps what it needs */
+        return rc;
+    }
+    if (op->info.rndv & FTW_RNDV_RSCRATCH) {
+        buf = rs->scratch;
+        count = FTW_RTS_SIZE;
+        dt = MPI_BYTE;
+    }
+    if (persistent)
+        return PMPI_Recv_init(buf, count, dt, op->npeer, tag, op->native,
+                              req);
+    return PMPI_Irecv(buf, count, dt, op->npeer, tag, op->native, req);
+}
+
+/* Where an RTS would land: the buffer if the header fits (split if a
+ * pending receive's RTS may lie there), else scratch. */
+static int recv_prepare(ftw_op_t *op, void *buf, int count, MPI_Datatype dt,
+                        int persistent)
+{
+    rstate_t *rs;
+    MPI_Count size;
+    MPI_Aint lb;
+
+    if (op->info.peer == MPI_PROC_NULL ||
+        ftw_type_size(dt, &size) != MPI_SUCCESS)
+        return MPI_SUCCESS;     /* nothing can come; the MPI checks dt */
+    rs = calloc(1, sizeof(*rs));
+    if (rs == NULL) {
+        ftw_error("%s: out of memory", op->name);
+        return MPI_ERR_NO_MEM;
+    }
+    rs->active = !persistent;
+    rs->replay = op->replay;
+    rs->rsrc = op->rsrc;
+    rs->rtag = op->rtag;
+    op->info.owned = rs;
+    op->info.rndv = count * size >= FTW_RTS_SIZE ? FTW_RNDV_RUSER
+                                                 : FTW_RNDV_RSCRATCH;
+    if (op->info.rndv == FTW_RNDV_RUSER && !persistent &&
+        ftw_rndv_contig(count, dt, &lb)) {
+        const char *lo = (const char *)buf + lb, *hi = lo + count * size;
+
+        if (!spans_overlap(lo, hi, 1)) {
+            span_add(rs, lo, hi, 1);
+        } else if (count * size > FTW_RTS_SIZE &&
+                   !spans_overlap(lo + FTW_RTS_SIZE, hi, 1)) {
+            rs->split = 1;
+            op->info.rndv = FTW_RNDV_RSCRATCH;
+            span_add(rs, lo, hi, 0);
+            ftw_stat_add(FTW_STAT_RNDV_SPLIT, 1);
+        }
+    }
+    if (op->replay)
+        op->info.rndv |= FTW_RNDV_REPLAY;
+    return MPI_SUCCESS;
+}
+
+/* A stashed message the receive takes: receive its replay instead. */
+static int recv_stashed(ftw_op_t *op, int *tag_p)
+{
+    ftw_stash_t *e = ftw_stash_take(op, *tag_p);
+    int usrc, rc;
+
+    if (e == NULL)
+        return MPI_SUCCESS;
+    usrc = e->usrc;
+    rc = ftw_stash_replay(e, &op->native, &op->npeer, tag_p, &op->rsrc,
+                          &op->rtag);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    op->replay = 1;
+    op->info.peer = usrc;
+    return MPI_SUCCESS;
+}
+
+/* A blocking receive on the fast path (quiet, stash empty) into a
+ * contiguous buffer that holds an RTS: the plain fast-path receive, then,
+ * only if what came is an RTS, the pull. */
+static int recv_fast(void *buf, int count, MPI_Datatype dt, int source,
+                     int tag, MPI_Comm comm, const char *name,
+                     MPI_Status *status, MPI_Aint lb)
+{
+    MPI_Status local, *st = status == MPI_STATUS_IGNORE ? &local : status;
+    ftw_reqinfo_t info;
+    MPI_Request req;
+    MPI_Count n = 0;
+    int rc = PMPI_Irecv(buf, count, dt, source, tag, comm, &req);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = ftw_recv_fast(&req, st, comm, source, tag, name, buf, count, dt);
+    if (rc != MPI_SUCCESS || source == MPI_PROC_NULL ||
+        PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS ||
+        n != FTW_RTS_SIZE || !ftw_rndv_is_rts((const char *)buf + lb, n))
+        return rc;
+    info = (ftw_reqinfo_t){ .comm = comm, .peer = st->MPI_SOURCE,
+                            .peer2 = FTW_NO_PEER, .kind = FTW_OP_RECV,
+                            .rndv = FTW_RNDV_RUSER, .buf = buf,
+                            .count = count, .dt = dt };
+    rc = ftw_rndv_finish(&info, st);
+    if (rc != MPI_SUCCESS)
+        rc = ftw_raise(comm, rc, name, rc == FTW_ERR_PROC_FAIL_STOP ?
+                                       st->MPI_SOURCE : -1);
+    return rc;
+}
+
+int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
+                     int tag, MPI_Comm comm, const char *name,
+                     int persistent, MPI_Request *request,
+                     MPI_Status *status)
+{
+    ftw_op_t op;
+    MPI_Count size;
+    MPI_Aint lb;
+    int rc;
+
+    if (request == NULL && ftw_quiet() && ftw_stash_n == 0 &&
+        ftw_type_size(dt, &size) == MPI_SUCCESS &&
+        count * size >= FTW_RTS_SIZE && ftw_rndv_contig(count, dt, &lb) &&
+        !spans_overlap((char *)buf + lb, (char *)buf + lb + count * size, 0))
+        return recv_fast(buf, count, dt, source, tag, comm, name, status, lb);
+
+    ftw_op_begin(&op, name, comm, source, FTW_OP_RECV);
+    ftw_op_set_buf(&op, buf, count, dt);
+    op.info.persistent = (uint8_t)persistent;
+    op.posts = request != NULL;
+    if (ftw_op_refused(&op, status)) {
+        if (request != NULL)
+            *request = MPI_REQUEST_NULL;
+        return op.rc;
+    }
+    rc = MPI_SUCCESS;
+    if (ftw_stash_n > 0 && !persistent)
+        rc = recv_stashed(&op, &tag);
+    if (rc == MPI_SUCCESS)
+        rc = recv_prepare(&op, buf, count, dt, persistent);
+    if (rc == MPI_SUCCESS && op.info.owned != NULL)
+        ((rstate_t *)op.info.owned)->tag = tag;
+    if (rc == MPI_SUCCESS)
+        rc = recv_post(&op, buf, count, dt, tag, persistent,
+                       request != NULL ? request : &op.req);
+    if (request != NULL) {
+        if (rc == MPI_SUCCESS) {
+            ftw_req_add(*request, &op.info);
+        } else {
+            span_drop(op.info.owned);
+            free(op.info.owned);
+        }
+        return rc;
+    }
+    rc = ftw_op_wait(&op, rc, status);
+    span_drop(op.info.owned);
+    if (rc != FTW_ERR_BUFFER_UNUSABLE)
+        free(op.info.owned);
+    return rc;
+}
+
+/* The receive posted (ftwrap's, stash first), then the send: wait for
+ * both; the receive's outcome first, as MPI_Sendrecv reports it. */
+static int sendrecv_run(const void *sbuf, int scount, MPI_Datatype sdt,
+                        int dest, int stag, void *rbuf, int rcount,
+                        MPI_Datatype rdt, int source, int rtag, MPI_Comm comm,
+                        MPI_Status *status, const char *name)
+{
+    MPI_Request r, s;
+    int rc, rc_s;
+
+    rc = ftw_rndv_recv_op(rbuf, rcount, rdt, source, rtag, comm, name, 0,
+                          &r, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc_s = MPI_Isend(sbuf, scount, sdt, dest, stag, comm, &s);
+    rc = MPI_Wait(&r, status);
+    if (rc_s == MPI_SUCCESS)
+        rc_s = MPI_Wait(&s, MPI_STATUS_IGNORE);
+    return rc != MPI_SUCCESS ? rc : rc_s;
+}
+
+int ftw_rndv_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt,
+                      int dest, int stag, void *rbuf, int rcount,
+                      MPI_Datatype rdt, int source, int rtag, MPI_Comm comm,
+                      MPI_Status *status)
+{
+    return sendrecv_run(sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt,
+                        source, rtag, comm, status, "MPI_Sendrecv");
+}
+
+int ftw_rndv_sendrecv_replace(void *buf, int count, MPI_Datatype dt,
+                              int dest, int stag, int source, int rtag,
+                              MPI_Comm comm, MPI_Status *status)
+{
+    int size = 0, pos = 0, rc;
+    void *copy;
+
+    /* The send's data, packed before the receive may overwrite it. */
+    rc = PMPI_Pack_size(count, dt, comm, &size);
+    if (rc != MPI_SUCCESS)
+        return ftw_raise(comm, rc, "MPI_Sendrecv_replace", -1);
+    copy = malloc(size > 0 ? (size_t)size : 1);
+    if (copy == NULL)
+        return ftw_raise(comm, MPI_ERR_NO_MEM, "MPI_Sendrecv_replace", -1);
+    rc = ftw_pack(buf, count, dt, copy, size, &pos, comm);
+    if (rc == MPI_SUCCESS)
+        rc = sendrecv_run(copy, pos, MPI_PACKED, dest, stag, buf, count, dt,
+                          source, rtag, comm, status, "MPI_Sendrecv_replace");
+    else
+        rc = ftw_raise(comm, rc, "MPI_Sendrecv_replace", -1);
+    free(copy);
+    return rc;
+}
+
+void ftw_op_rndv_recv(ftw_op_t *op)
+{
+    MPI_Count size;
+    rstate_t *rs;
+
+    if (ftw_rndv_min != 0 &&
+        ftw_type_size(op->info.dt, &size) == MPI_SUCCESS &&
+        op->info.count * size >= FTW_RTS_SIZE)
+        op->info.rndv = FTW_RNDV_RUSER;
+    if (!op->replay)
+        return;
+    rs = calloc(1, sizeof(*rs));
+    if (rs == NULL) {
+        ftw_warn_sparse("%s: out of memory: the status will name ftwrap's "
+                        "own source and tag", op->name);
+        return;
+    }
+    rs->active = 1;
+    rs->replay = 1;
+    rs->rsrc = op->rsrc;
+    rs->rtag = op->rtag;
+    op->info.owned = rs;
+    op->info.rndv |= FTW_RNDV_REPLAY;
+}
+
+/* ---- completion ----------------------------------------------------------- */
+
+/* A rendezvous send's FIN arrived (or its receive was cancelled). */
+static int send_finish(const ftw_reqinfo_t *info, MPI_Status *st)
+{
+    int cancelled = 0;
+
+    PMPI_Test_cancelled(st, &cancelled);
+    if (cancelled)
+        return MPI_SUCCESS;
+    st->MPI_SOURCE = info->peer;
+    PMPI_Status_set_elements_x(st, MPI_BYTE, 0);
+    switch (ftw_rndv_fin_code(info->owned)) {
+    case FTW_FIN_DONE:
+        return MPI_SUCCESS;
+    case FTW_FIN_TRUNCATED:
+        ftw_debug("rank %d took only part of a message (truncated)",
+                  info->peer);
+        return MPI_SUCCESS;     /* as with the MPI: the sender succeeds */
+    default:
+        ftw_warn_sparse("rank %d could not pull a message", info->peer);
+        st->MPI_ERROR = MPI_ERR_OTHER;
+        return MPI_ERR_OTHER;
+    }
+}
+
+static int code_of(ftw_status_t s)
+{
+    switch (s) {
+    case FTW_OK:             return MPI_SUCCESS;
+    case FTW_ST_TRUNCATED:   return MPI_ERR_TRUNCATE;
+    case FTW_ST_PEER_FAILED: return FTW_ERR_PROC_FAIL_STOP;
+    case FTW_ST_NO_MEMORY:   return MPI_ERR_NO_MEM;
+    default:                 return MPI_ERR_OTHER;
+    }
+}
+
+/* The message an RTS announces: pull it, describe it in st. */
+static int rts_finish(const ftw_reqinfo_t *info, MPI_Status *st,
+                      const ftw_rts_t *rts)
+{
+    MPI_Count got = 0;
+    int rc;
+
+    heads_rescue(info);
+    rc = code_of(ftw_rndv_recv(rts, info->buf, info->count, info->dt, &got));
+
+    PMPI_Status_set_elements_x(st, MPI_BYTE, got);
+    if (rc != MPI_SUCCESS)
+        st->MPI_ERROR = rc;
+    return rc;
+}
+
+/* An ordinary message that went to the scratch header: hand it over. */
+static int scratch_copy(const ftw_reqinfo_t *info, MPI_Status *st,
+                        MPI_Count n)
+{
+    const rstate_t *rs = info->owned;
+    MPI_Count size = 0, cap;
+    MPI_Aint lb;
+    int rc = MPI_SUCCESS;
+
+    ftw_type_size(info->dt, &size);
+    cap = info->count * size;
+    if (n > cap) {
+        n = cap;
+        rc = MPI_ERR_TRUNCATE;
+        PMPI_Status_set_elements_x(st, MPI_BYTE, n);
+        st->MPI_ERROR = rc;
+    }
+    if (n == 0)
+        return rc;
+    heads_rescue(info);
+    /* Scratch holds the first FTW_RTS_SIZE bytes at most: all of them for
+     * a receive posted there, the head of a split one (contiguous, its
+     * rest already in place). */
+    if (ftw_rndv_contig(info->count, info->dt, &lb))
+        memcpy((char *)info->buf + lb, rs->scratch,
+               (size_t)(n < FTW_RTS_SIZE ? n : FTW_RTS_SIZE));
+    else
+        ftw_unpack_bytes(rs->scratch, n, info->buf, info->dt);
+    return rc;
+}
+
+/* The first FTW_RTS_SIZE bytes a receive wrote to its buffer. */
+static void user_header(const ftw_reqinfo_t *info, ftw_rts_t *hdr)
+{
+    MPI_Count size = 1, n;
+    MPI_Aint lb;
+    int pos = 0;
+    char *tmp;
+
+    memset(hdr, 0, sizeof(*hdr));
+    if (ftw_rndv_contig(info->count, info->dt, &lb)) {
+        memcpy(hdr, (const char *)info->buf + lb, sizeof(*hdr));
+        return;
+    }
+    ftw_type_size(info->dt, &size);
+    n = (FTW_RTS_SIZE + size - 1) / size;
+    tmp = malloc((size_t)(n * size));
+    if (tmp == NULL)
+        return;
+    if (ftw_pack(info->buf, (int)n, info->dt, tmp, (int)(n * size), &pos,
+                  MPI_COMM_WORLD) == MPI_SUCCESS)
+        memcpy(hdr, tmp, sizeof(*hdr));
+    free(tmp);
+}
+
+/* A receive's native request completed with *st: its message. */
+static int recv_finish(const ftw_reqinfo_t *info, MPI_Status *st)
+{
+    const rstate_t *rs = info->owned;
+    MPI_Count n = 0;
+    ftw_rts_t hdr;
+    int cancelled = 0;
+
+    PMPI_Test_cancelled(st, &cancelled);
+    if (cancelled || PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS)
+        return MPI_SUCCESS;     /* nothing came */
+    if (info->rndv & FTW_RNDV_RSCRATCH) {
+        if (!ftw_rndv_is_rts(rs->scratch, n))
+            return scratch_copy(info, st, n);
+        memcpy(&hdr, rs->scratch, sizeof(hdr));
+        return rts_finish(info, st, &hdr);
+    }
+    if (n != FTW_RTS_SIZE)
+        return MPI_SUCCESS;
+    if (!head_rescued(rs, &hdr))
+        user_header(info, &hdr);
+    if (!ftw_rndv_is_rts(&hdr, n))
+        return MPI_SUCCESS;
+    return rts_finish(info, st, &hdr);
+}
+
+int ftw_rndv_finish(const ftw_reqinfo_t *info, MPI_Status *st)
+{
+    rstate_t *rs = info->owned;
+    int rc;
+
+    if (info->rndv & FTW_RNDV_SEND)
+        return send_finish(info, st);
+    if (rs != NULL && rs->replay) {
+        st->MPI_SOURCE = rs->rsrc;
+        st->MPI_TAG = rs->rtag;
+    }
+    if (!(info->rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH))) {
+        rc = MPI_SUCCESS;   /* a replay into a buffer under a header */
+    } else if (rs == NULL || !rs->finished) {
+        rc = recv_finish(info, st);
+    } else {
+        /* Finished early: the status the MPI gives is the RTS's. */
+        rc = rs->code;
+        PMPI_Status_set_elements_x(st, MPI_BYTE, rs->got);
+        if (rc != MPI_SUCCESS)
+            st->MPI_ERROR = rc;
+    }
+    if (rs != NULL) {
+        rs->finished = 0;
+        rs->active = 0;
+        span_drop(rs);
+    }
+    return rc;
+}
+
+/* One pending receive of the table whose message may have come: finish
+ * it now, so that its sender's wait can end, and keep the outcome for
+ * the completion call. */
+static void early_one(ftw_req_t *e, void *arg)
+{
+    rstate_t *rs = e->info.owned;
+    MPI_Status st;
+    int flag = 0;
+
+    (void)arg;
+    if (!(e->info.rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) ||
+        rs == NULL || !rs->active || rs->finished ||
+        PMPI_Request_get_status(e->key, &flag, &st) != MPI_SUCCESS || !flag)
+        return;
+    rs->code = recv_finish(&e->info, &st);
+    PMPI_Get_elements_x(&st, MPI_BYTE, &rs->got);
+    rs->finished = 1;
+    span_drop(rs);
+}
+
+/* Receives freed while active (ftw_rndv_orphan). */
+typedef struct orphan {
+    struct orphan *next;
+    MPI_Request req;
+    ftw_reqinfo_t info;
+} orphan_t;
+
+static orphan_t *orphans;
+
+int ftw_rndv_orphan(MPI_Request req, ftw_reqinfo_t *info)
+{
+    rstate_t *rs = info->owned;
+    orphan_t *o;
+
+    if (!(info->rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) || rs == NULL ||
+        !rs->active || rs->finished)
+        return 0;
+    o = malloc(sizeof(*o));
+    if (o == NULL)
+        return 0;
+    o->req = req;
+    o->info = *info;
+    info->owned = NULL;
+    o->next = orphans;
+    orphans = o;
+    return 1;
+}
+
+/* Finish the orphans whose message came; drop those whose sender
+ * failed (nothing to tell it) once the MPI lets go of them. */
+static void orphans_progress(void)
+{
+    orphan_t **pp = &orphans;
+
+    while (*pp != NULL) {
+        orphan_t *o = *pp;
+        MPI_Status st;
+        int flag = 0;
+
+        if (PMPI_Test(&o->req, &flag, &st) != MPI_SUCCESS || flag) {
+            if (flag)
+                recv_finish(&o->info, &st);
+            *pp = o->next;
+            free(o->info.owned);
+            free(o);
+            continue;
+        }
+        if (ftw_req_doomed(&o->info)) {
+            *pp = o->next;
+            PMPI_Cancel(&o->req);
+            ftw_rndv_loose_add(o->req, o->info.owned);
+            free(o);
+            continue;
+        }
+        pp = &o->next;
+    }
+}
+
+void ftw_rndv_progress_recvs(void)
+{
+    if (ftw_req_count > 0)
+        ftw_req_foreach(early_one, NULL);
+    if (orphans != NULL)
+        orphans_progress();
+}
+
+/* A persistent receive started while a probe's stash holds its message:
+ * receive the stashed message now, keeping the outcome as a receive
+ * finished early does.  The native request is not started: inactive, it
+ * completes at once, and ftw_rndv_finish reports the outcome. */
+static int start_from_stash(ftw_req_t *e)
+{
+    rstate_t *rs = e->info.owned;
+    ftw_reqinfo_t info = e->info;
+    MPI_Request r;
+    MPI_Status st;
+    ftw_op_t op;
+    int tag = rs->tag, rc;
+
+    ftw_op_begin(&op, "MPI_Start", e->info.comm, e->info.peer, FTW_OP_RECV);
+    if (op.info.peer == MPI_PROC_NULL)
+        return 0;
+    rc = recv_stashed(&op, &tag);
+    if (rc == MPI_SUCCESS && !op.replay)
+        return 0;           /* nothing stashed for it */
+    op.info.rndv = info.rndv;
+    op.info.owned = rs;
+    if (rc == MPI_SUCCESS)
+        rc = recv_post(&op, info.buf, (int)info.count, info.dt, tag, 0, &r);
+    /* The replay was sent to this process: it is already here. */
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Wait(&r, &st);
+    rs->replay = 1;
+    rs->rsrc = op.rsrc;
+    rs->rtag = op.rtag;
+    rs->active = 1;
+    rs->finished = 1;
+    rs->got = 0;
+    if (rc == MPI_SUCCESS) {
+        info.rndv &= (uint8_t)~FTW_RNDV_REPLAY;
+        rs->code = recv_finish(&info, &st);
+        PMPI_Get_elements_x(&st, MPI_BYTE, &rs->got);
+    } else {
+        ftw_error("MPI_Start: the message a probe had taken could not be "
+                  "received again (error %d)", rc);
+        rs->code = rc;
+    }
+    return 1;
+}
+
+int ftw_rndv_start_taken(const ftw_reqinfo_t *info)
+{
+    const rstate_t *rs = info->owned;
+
+    return (info->rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) &&
+           rs != NULL && rs->finished;
+}
+
+int ftw_rndv_started(MPI_Request req)
+{
+    ftw_req_t *e = ftw_req_find(req);
+    rstate_t *rs;
+
+    if (e == NULL || !(e->info.rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) ||
+        (rs = e->info.owned) == NULL)
+        return 0;
+    rs->replay = 0;
+    if (ftw_stash_n > 0 && e->info.persistent && start_from_stash(e))
+        return 1;
+    rs->active = 1;
+    return 0;
+}
+
+int ftw_rndv_finish_raise(const ftw_reqinfo_t *info, MPI_Status *st,
+                          const char *name)
+{
+    int rc = ftw_rndv_finish(info, st);
+
+    if (rc != MPI_SUCCESS && !ftw_is_own_error(rc))
+        rc = ftw_raise(info->comm, rc, name, -1);
+    return rc;
+}
+
+void ftw_rndv_peek(MPI_Request req, MPI_Status *st)
+{
+    ftw_req_t *e = ftw_req_find(req);
+    ftw_reqinfo_t info;
+    const rstate_t *rs;
+
+    /* Its message may have come since the last progress pass: finished
+     * now, so the status gives the pulled message. */
+    if (e != NULL)
+        early_one(e, NULL);
+    if (st == MPI_STATUS_IGNORE || !ftw_req_lookup(req, &info) ||
+        !(info.rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) ||
+        (rs = info.owned) == NULL)
+        return;
+    if (rs->replay) {
+        st->MPI_SOURCE = rs->rsrc;
+        st->MPI_TAG = rs->rtag;
+    }
+    if (!rs->finished)
+        return;
+    PMPI_Status_set_elements_x(st, MPI_BYTE, rs->got);
+    if (rs->code != MPI_SUCCESS)
+        st->MPI_ERROR = rs->code;
+}

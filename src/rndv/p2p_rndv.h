@@ -1,0 +1,118 @@
+/*
+ * The rendezvous (src/rndv) as the point-to-point wrappers use it.
+ * While FTW_RNDV_THRESHOLD is 0 the wrappers never call these: the test
+ * is one compare of ftw_rndv_min.
+ */
+#ifndef FTW_FT_P2P_RNDV_H
+#define FTW_FT_P2P_RNDV_H
+
+#include <mpi.h>
+
+#include "p2p/op.h"
+#include "core/request.h"
+#include "rndv/stash.h"
+#include "rndv/rndv.h"
+
+/* ftw_reqinfo_t.rndv: what a request's completion must finish. */
+#define FTW_RNDV_SEND     1  /* the FIN receive of a rendezvous send;
+                              * owned is the send's block */
+#define FTW_RNDV_RUSER    2  /* a receive whose buffer may get an RTS */
+#define FTW_RNDV_RSCRATCH 4  /* a receive posted into owned, FTW_RTS_SIZE
+                              * bytes, because the buffer is smaller */
+#define FTW_RNDV_REPLAY   8  /* a receive of a stashed message replayed
+                              * to self (rndv/stash.h); owned says what
+                              * the status must say */
+
+/* A send of count dt of at least ftw_rndv_min bytes (the caller checked):
+ * rendezvous to a peer a transport reaches, else the MPI's own send.
+ * kind: FTW_OP_SEND or FTW_OP_SSEND; request NULL: blocking. */
+int ftw_rndv_send_op(const void *buf, int count, MPI_Datatype dt, int dest,
+                     int tag, MPI_Comm comm, int kind, const char *name,
+                     MPI_Request *request);
+
+/* A receive while the rendezvous is on: posted so that an RTS can land
+ * (in the buffer, or in a scratch header when the buffer is smaller).
+ * request NULL: blocking (status used); persistent: MPI_Recv_init. */
+int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
+                     int tag, MPI_Comm comm, const char *name,
+                     int persistent, MPI_Request *request,
+                     MPI_Status *status);
+
+/* Mark a receive whose native post the wrapper makes itself (matched
+ * receives, send-receives) as one whose buffer may get an RTS. */
+void ftw_op_rndv_recv(ftw_op_t *op);
+
+/* A request with info->rndv set completed with *st (never
+ * MPI_STATUS_IGNORE): pull an RTS's message, or read a FIN.  Returns the
+ * code the request completes with; st describes the message. */
+int ftw_rndv_finish(const ftw_reqinfo_t *info, MPI_Status *st);
+
+/* The same, raising an MPI error (truncation) on the request's
+ * communicator, as the MPI would; ftwrap's own classes are left to the
+ * caller, which raises them for every request alike. */
+int ftw_rndv_finish_raise(const ftw_reqinfo_t *info, MPI_Status *st,
+                          const char *name);
+
+/* Finish the receives of the request table whose message came (pull
+ * an RTS's data, send its FIN), keeping the outcome for their
+ * completion: what lets a sender's wait end while its receiver waits for
+ * something else, and MPI_Testall (all or none) go on. */
+void ftw_rndv_progress_recvs(void);
+
+/* A rendezvous send (req, its FIN receive) is being cut (a revocation,
+ * a drain) while its receiver may be pulling the buffer: wait for the
+ * FIN up to half a second while the receiver lives, finishing this
+ * process's own receives meanwhile (two processes cutting their sends to
+ * each other would otherwise both wait for pulls nobody makes).  1 if
+ * the FIN came (*st its status). */
+int ftw_rndv_send_settle(const ftw_reqinfo_t *info, MPI_Request *req,
+                         MPI_Status *st);
+
+/* MPI_Request_get_status found req complete: describe the message of a
+ * receive finished early in st (the request stays). */
+void ftw_rndv_peek(MPI_Request req, MPI_Status *st);
+
+/* MPI_Request_free of an active receive that may get an RTS: keep
+ * finishing it (pull, FIN) when its message comes, from progress; takes
+ * info's owned memory.  0 if req is no such receive. */
+int ftw_rndv_orphan(MPI_Request req, ftw_reqinfo_t *info);
+
+/* A persistent request is being started (MPI_Start): 1 if a receive's
+ * message was taken from the probes' stash instead, and the native
+ * request must stay inactive. */
+int ftw_rndv_started(MPI_Request req);
+
+/* Nonzero if a just started receive was served from the stash. */
+int ftw_rndv_start_taken(const ftw_reqinfo_t *info);
+
+/* Nonzero while probes hold messages in the stash. */
+static inline int ftw_rndv_stashed(void)
+{
+    return ftw_stash_n > 0;
+}
+
+/* MPI_Sendrecv and MPI_Sendrecv_replace while the stash holds messages:
+ * the receive is ftwrap's own (it takes from the stash first), the send
+ * MPI_Isend; both waited for. */
+int ftw_rndv_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt,
+                      int dest, int stag, void *rbuf, int rcount,
+                      MPI_Datatype rdt, int source, int rtag, MPI_Comm comm,
+                      MPI_Status *status);
+int ftw_rndv_sendrecv_replace(void *buf, int count, MPI_Datatype dt,
+                              int dest, int stag, int source, int rtag,
+                              MPI_Comm comm, MPI_Status *status);
+
+/* Nonzero if count elements of dt make at least ftw_rndv_min bytes. */
+static inline int ftw_send_rndv(MPI_Count count, MPI_Datatype dt)
+{
+    MPI_Count size;
+
+    if (ftw_likely(ftw_size_dt == dt && ftw_size_gen ==
+                   atomic_load_explicit(&ftw_type_gen, memory_order_relaxed)))
+        size = ftw_size_val;
+    else if (ftw_type_size(dt, &size) != MPI_SUCCESS)
+        return 0;   /* the MPI reports the bad datatype */
+    return count * size >= (MPI_Count)ftw_rndv_min;
+}
+
+#endif

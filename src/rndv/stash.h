@@ -1,0 +1,71 @@
+/*
+ * The probe stash: what makes probes report real sizes while the
+ * rendezvous is on.
+ *
+ * A probe that meets a message of exactly FTW_RTS_SIZE bytes receives it
+ * (matched probe) into an entry of the stash, which reports the size the
+ * RTS announces (or 48 for a plain message of that size).  Receives,
+ * probes and matched probes look at the stash before the MPI, taking the
+ * oldest entry that matches; a receive or matched probe that takes one
+ * gets it replayed: the header is sent to this process on the rendezvous
+ * communicator and received from there, so its completion is an ordinary
+ * rendezvous receive, with source and tag rewritten.
+ *
+ * Order: before the probed message, every older message from its source
+ * (of tags the probe did not ask for, any size) is taken into the stash
+ * too, in order, so that a source's entries are all older than its
+ * messages still in the MPI; taking the oldest matching entry first then
+ * keeps MPI's order for every source and tag selection (MPI_ANY_TAG
+ * after a probe for one tag included), and across sources MPI promises
+ * none.  An entry that is no RTS-sized message holds its bytes (data)
+ * and is replayed whole.  Persistent receives look at the stash when
+ * started, send-receives through ftw_rndv_sendrecv.
+ */
+#ifndef FTW_FT_STASH_H
+#define FTW_FT_STASH_H
+
+#include <mpi.h>
+
+#include "p2p/op.h"
+#include "rndv/rndv.h"
+
+typedef struct ftw_stash {
+    MPI_Comm comm;          /* the user's communicator */
+    int nsrc;               /* the source's rank where it came (native) */
+    int usrc;               /* the source's rank in comm */
+    int tag;
+    MPI_Count size;         /* what probes report */
+    char hdr[FTW_RTS_SIZE]; /* what came (an RTS-sized message) */
+    void *data;             /* or, any other size, its n bytes */
+    MPI_Count n;
+    struct ftw_stash *next;
+} ftw_stash_t;
+
+extern int ftw_stash_n;     /* entries; 0 skips every look */
+
+/* One nonblocking look for op's source and tag, stash first: an
+ * RTS-sized message of the MPI is taken into the stash.  *flag_p: found;
+ * then st (not MPI_STATUS_IGNORE) describes it in native ranks, and
+ * *e_p is its stash entry or NULL for a message left in the MPI. */
+int ftw_stash_look(ftw_op_t *op, int tag, int *flag_p, MPI_Status *st,
+                   ftw_stash_t **e_p);
+
+/* Remove and return the oldest entry a receive of op (source, tag) takes,
+ * or NULL. */
+ftw_stash_t *ftw_stash_take(const ftw_op_t *op, int tag);
+
+/* Discard the entries of comm (from usrc, or all for MPI_ANY_SOURCE):
+ * a drain cut them, or comm is freed.  tell: a sender of an RTS among
+ * them hears that its message was not taken (FIN, failed). */
+void ftw_stash_drop(MPI_Comm comm, int usrc, int tell);
+
+/* Remove entry e (found by ftw_stash_look). */
+void ftw_stash_remove(ftw_stash_t *e);
+
+/* Replay e (then freed) as a message to self: the receive for it goes to
+ * rank *rank_p, tag *tag_p of *comm_p.  *src_p, *tag0_p: what its status
+ * must say. */
+int ftw_stash_replay(ftw_stash_t *e, MPI_Comm *comm_p, int *rank_p,
+                     int *tag_p, int *src_p, int *tag0_p);
+
+#endif
