@@ -36,7 +36,9 @@ MPIS := $(strip $(foreach m,openmpi mpich,\
 CFLAGS_COMMON := -O2 -g -std=gnu11 -fPIC -fvisibility=hidden \
                  -Wall -Wextra -Werror -Wno-unused-parameter \
                  -Iinclude -Isrc -Iwrap
-LIB_DIRS := util detect xport core buf rndv p2p coll recover ulfm winfile life
+# The library's folders, lowest layer first: each calls only folders
+# before it (scripts/layering checks the built objects; make check runs it).
+LIB_DIRS := util detect xport core buf op rndv p2p recover coll ulfm winfile life
 LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 GEN_SRCS := gen/ftwgen.py gen/rules.py
 TEST_SRCS := $(sort $(wildcard tests/*.c))
@@ -114,6 +116,8 @@ check: all
 	done; \
 	echo "=== generator coverage ==="; \
 	MPIS="$(MPIS)" prove tests/gen_coverage.sh || st=1; \
+	echo "=== the library's folders are layers ==="; \
+	MPIS="$(MPIS)" LIB_DIRS="$(LIB_DIRS)" prove tests/layering.sh || st=1; \
 	echo "=== ftwrun's command line and remote records ==="; \
 	MPIS="$(MPIS)" prove tests/ftwrun_cli.sh || st=1; \
 	echo "=== the installed ftwrap, a ULFM program built with pkg-config ==="; \

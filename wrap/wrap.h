@@ -17,7 +17,7 @@
 #include "winfile/file.h"
 #include "p2p/complete.h"
 #include "core/ft.h"
-#include "p2p/op.h"
+#include "op/op.h"
 #include "rndv/p2p_rndv.h"
 #include "p2p/probe.h"
 #include "winfile/win.h"

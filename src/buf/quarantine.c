@@ -10,7 +10,7 @@
 #include "ftwrap.h"
 #include "buf/cut.h"
 #include "core/ft.h"
-#include "p2p/op.h"
+#include "op/op.h"
 #include "util/log.h"
 #include "util/stats.h"
 

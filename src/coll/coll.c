@@ -8,24 +8,17 @@
 #include "recover/agree.h"
 #include "buf/cut.h"
 #include "core/ft.h"
-#include "p2p/op.h"
+#include "op/op.h"
 #include "core/xjob.h"
 #include "core/lock.h"
 #include "buf/quarantine.h"
-#include "ulfm/ulfm.h"
+#include "core/revoke.h"
 #include "util/log.h"
 #include "ftw_mpi_have.h"
 
 static int failures_known(void)
 {
     return atomic_load_explicit(&ftw_fail_epoch, memory_order_relaxed) != 0;
-}
-
-/* The error a collective cut off on c ends with. */
-static int coll_code(const ftw_comm_t *c)
-{
-    return c != NULL && c->revoked ? MPIX_ERR_REVOKED
-                                   : FTW_ERR_PROC_FAIL_STOP;
 }
 
 /* ftw_coll_begin without raising: 1 if the communicator is inactive. */
@@ -64,7 +57,7 @@ int ftw_coll_begin(ftw_coll_t *co, const char *name, MPI_Comm comm)
 {
     if (!coll_begin_quiet(co, name, comm))
         return 0;
-    co->rc = ftw_raise(comm, coll_code(co->c), name, -1);
+    co->rc = ftw_raise(comm, ftw_coll_code(co->c), name, -1);
     return 1;
 }
 
@@ -228,18 +221,6 @@ static void coll_unshield(ftw_coll_t *co)
     co->shield = NULL;
 }
 
-/* A collective whose communicator lost a process may still finish with
- * what the dead process sent before it died: give it 2 ms of progress. */
-static int coll_drain(MPI_Request *req, MPI_Status *status)
-{
-    double until = PMPI_Wtime() + 0.002;
-    int flag = 0;
-
-    for (int i = 0; !flag && (i < 100 || PMPI_Wtime() < until); i++)
-        PMPI_Test(req, &flag, status);
-    return flag;
-}
-
 /* Has the communicator lost a process since the collective started? */
 static int coll_cut_off(ftw_coll_t *co)
 {
@@ -287,7 +268,7 @@ int ftw_coll_wait(ftw_coll_t *co, int rc)
             return rc == MPI_SUCCESS ? coll_cut(co) : rc;
         }
         if (ftw_poll_changed(&p) && coll_cut_off(co)) {
-            if (coll_drain(&co->req, MPI_STATUS_IGNORE)) {
+            if (ftw_req_test_briefly(&co->req, MPI_STATUS_IGNORE)) {
                 free(co->owned);
                 coll_unshield(co);
                 return coll_cut(co);
@@ -297,7 +278,7 @@ int ftw_coll_wait(ftw_coll_t *co, int rc)
                 ftw_grave_add_shielded(co->req, co->owned, co->shield);
             else
                 ftw_grave_add_full(co->req, co->owned, coll_quarantine(co));
-            return ftw_raise(co->comm, coll_code(co->c), co->name, -1);
+            return ftw_raise(co->comm, ftw_coll_code(co->c), co->name, -1);
         }
         ftw_poll_idle(&p);
     }
@@ -366,24 +347,6 @@ int ftw_coll_posted(ftw_coll_t *co, int rc, MPI_Request *request)
     }
     ftw_req_add(*request, &info);
     return rc;
-}
-
-int ftw_coll_failcheck(ftw_comm_t *c, const ftw_reqinfo_t *info,
-                       MPI_Request *req, MPI_Status *status)
-{
-    int flag = 0;
-
-    ftw_comm_refresh(c);
-    if (c->coll_gen == info->coll_gen)
-        return FTW_PENDING_CODE;
-    flag = coll_drain(req, status);
-    if (flag)
-        return MPI_SUCCESS;
-    ftw_grave_add_quarantined(*req, info->buf ? ftw_quarantine_add(
-                                  info->buf, info->count, info->dt) : 0);
-    *req = MPI_REQUEST_NULL;
-    ftw_status_fail(status, coll_code(c), MPI_ANY_SOURCE);
-    return coll_code(c);
 }
 
 int ftw_coll_unsupported(ftw_coll_t *co)
@@ -478,7 +441,7 @@ static int create_watch(ftw_coll_t *co, void *owned)
         if (rc != MPI_SUCCESS || flag)
             return rc;
         if (ftw_poll_changed(&p) && coll_cut_off(co)) {
-            if (coll_drain(&co->req, MPI_STATUS_IGNORE))
+            if (ftw_req_test_briefly(&co->req, MPI_STATUS_IGNORE))
                 return MPI_SUCCESS;
             ftw_grave_add_owned(co->req, owned);
             return FTW_PENDING_CODE;
@@ -542,7 +505,7 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
             rc = create_watch(co, NULL);
         if (rc == FTW_PENDING_CODE) {
             *newcomm = MPI_COMM_NULL;
-            return coll_code(co->c);
+            return ftw_coll_code(co->c);
         }
         if (rc != MPI_SUCCESS) {
             *newcomm = MPI_COMM_NULL;
@@ -576,7 +539,7 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
     rc = create_watch(co, slot);
     if (rc == FTW_PENDING_CODE) {
         *newcomm = MPI_COMM_NULL;
-        return coll_code(co->c);    /* the graveyard owns slot */
+        return ftw_coll_code(co->c);    /* the graveyard owns slot */
     }
     *newcomm = rc == MPI_SUCCESS ? *slot : MPI_COMM_NULL;
     free(slot);
@@ -625,7 +588,7 @@ int ftw_create_split(ftw_coll_t *co, int color, int key, MPI_Comm *newcomm)
         rc = create_watch(co, all);
     if (rc == FTW_PENDING_CODE) {
         *newcomm = MPI_COMM_NULL;
-        return coll_code(co->c);
+        return ftw_coll_code(co->c);
     }
     if (rc != MPI_SUCCESS || color == MPI_UNDEFINED) {
         free(all);

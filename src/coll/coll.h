@@ -135,11 +135,6 @@ int ftw_coll_ineighbor_alltoallw(ftw_coll_t *co, const void *sbuf,
                                  const MPI_Datatype rtypes[],
                                  MPI_Request *req);
 
-/* A pending nonblocking collective: FTW_PENDING_CODE, or the error it
- * ends with now that its communicator lost a process. */
-int ftw_coll_failcheck(ftw_comm_t *c, const ftw_reqinfo_t *info,
-                       MPI_Request *req, MPI_Status *status);
-
 /* A blocking all-to-all turned nonblocking: counts of zero-size types
  * become 0 (types: one for all peers, or per_peer).  The blocking call
  * moves nothing for them either way, but Open MPI 4.1's nonblocking one

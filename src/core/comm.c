@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ftwrap.h"
 #include "detect/detect.h"
 #include "core/lock.h"
 #include "core/ctl.h"
-#include "rndv/stash.h"
 #include "core/xjob.h"
 #include "util/log.h"
 #include "util/stats.h"
@@ -95,6 +95,13 @@ static int *group_world_ranks(MPI_Group group, int n)
     return out;
 }
 
+static const ftw_comm_ops_t *comm_ops;
+
+void ftw_comm_ops_set(const ftw_comm_ops_t *ops)
+{
+    comm_ops = ops;
+}
+
 static void comm_free_record(ftw_comm_t *c)
 {
     struct ftw_group_seq *g, *tmp;
@@ -110,7 +117,8 @@ static void comm_free_record(ftw_comm_t *c)
     free(c->surv_of);
     free(c->local_out);
     free(c->peer_drain_seq);
-    ftw_drain_sink_forget(c);
+    if (comm_ops != NULL)
+        comm_ops->freed(c);
     for (ftw_p2p_view_t *v = ftw_comm_p2p(c), *prev; v != NULL; v = prev) {
         prev = v->prev;
         free(v->of);
@@ -472,7 +480,8 @@ uint64_t ftw_comm_untrack(MPI_Comm comm)
     if (c == NULL)
         return 0;
     id = c->id;
-    ftw_stash_drop(comm, MPI_ANY_SOURCE, 1);
+    if (comm_ops != NULL)
+        comm_ops->untracked(comm);
     /* A survivors' communicator may still hold collectives abandoned on a
      * failure; it is left to the MPI. */
     comm_free_record(c);

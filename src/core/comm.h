@@ -232,6 +232,17 @@ void ftw_comm_acked(ftw_comm_t *c, uint8_t *acked);
 void ftw_comm_acked_of(ftw_comm_t *c, const int *world, int n,
                        uint8_t *acked);
 
+/* What forgetting a communicator means to the layers above core, set
+ * once at MPI_Init: untracked(user) after ftw_comm_untrack took its record
+ * out (the probe stash drops its messages), freed(c) as a record's memory
+ * is freed (drain sinks forget it). */
+typedef struct ftw_comm_ops {
+    void (*untracked)(MPI_Comm user);
+    void (*freed)(const ftw_comm_t *c);
+} ftw_comm_ops_t;
+
+void ftw_comm_ops_set(const ftw_comm_ops_t *ops);
+
 /* Drop every record (at finalize). */
 void ftw_comm_table_clear(void);
 

@@ -69,7 +69,7 @@ int ftw_obj_failhandler_set(const MPI_Win *win, const MPI_File *file,
 MPI_Errhandler ftw_obj_failhandler_get(MPI_Comm members);
 
 /* Nonblocking validates in progress (validate.c). */
-extern int ftw_validates_pending;
+extern _Atomic int ftw_validates_pending;
 void ftw_validate_progress(void);
 
 #endif

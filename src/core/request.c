@@ -15,16 +15,27 @@
 #include <unistd.h>
 
 #include "detect/detect.h"
-#include "rndv/rndv.h"
-#include "buf/bounce.h"
 #include "core/lock.h"
-#include "buf/quarantine.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/stats.h"
 
 int ftw_req_count;
 int ftw_threaded;       /* MPI_THREAD_MULTIPLE: the table needs its lock */
+
+static const ftw_req_ops_t *req_ops;
+
+void ftw_req_ops_set(const ftw_req_ops_t *ops)
+{
+    req_ops = ops;
+}
+
+/* An owned block (a rendezvous send's header) leaves the MPI's hands. */
+static void owned_end(const void *owned)
+{
+    if (req_ops != NULL)
+        req_ops->owned_end(owned);
+}
 
 /*
  * The table maps a native handle to its entry: open addressing with
@@ -369,7 +380,7 @@ static void req_entry_insert(ftw_req_t *e)
         ftw_req_t *old = req_slots[at].e;
 
         if (old->info.owned != NULL) {
-            ftw_rndv_send_end(old->info.owned);
+            owned_end(old->info.owned);
             free(old->info.owned);
         }
         old->info = e->info;
@@ -485,7 +496,7 @@ int ftw_req_remove(MPI_Request req, ftw_reqinfo_t *out)
 static void req_owned_free(void *owned)
 {
     if (owned != NULL) {
-        ftw_rndv_send_end(owned);
+        owned_end(owned);
         free(owned);
     }
 }
@@ -725,13 +736,19 @@ static int grave_writer_gone(grave_t *g)
     return 1;
 }
 
+static void grave_release(unsigned qid)
+{
+    if (qid != 0 && req_ops != NULL)
+        req_ops->range_release(qid);
+}
+
 /* One progress pass over g; 1 if its range was released by it. */
 static int grave_settle(grave_t *g)
 {
     if (g->qid == 0 || g->pidfd == -1 || !grave_writer_gone(g) ||
         ++g->settle < (unsigned)ftw_cfg.quarantine_settle)
         return 0;
-    ftw_quarantine_release(g->qid);
+    grave_release(g->qid);
     g->qid = 0;
     return 1;
 }
@@ -741,10 +758,10 @@ static void grave_close(grave_t *g)
 {
     if (g->pidfd >= 0)
         close(g->pidfd);
-    ftw_rndv_send_end(g->owned);
+    owned_end(g->owned);
     free(g->owned);
     free(g->shield);
-    ftw_quarantine_release(g->qid);
+    grave_release(g->qid);
 }
 
 void ftw_grave_progress(void)
@@ -778,8 +795,8 @@ void ftw_grave_progress(void)
         }
     }
     req_table_unlock();
-    if (released)
-        ftw_bounce_progress();
+    if (released && req_ops != NULL)
+        req_ops->ranges_released();
 }
 
 int ftw_grave_count(void)

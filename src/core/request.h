@@ -26,6 +26,16 @@ typedef enum {
 
 #define FTW_NO_PEER (-3)  /* distinct from MPI_ANY_SOURCE, MPI_PROC_NULL */
 
+/* ftw_reqinfo_t.rndv: what a request's completion must finish. */
+#define FTW_RNDV_SEND     1  /* the FIN receive of a rendezvous send;
+                              * owned is the send's block */
+#define FTW_RNDV_RUSER    2  /* a receive whose buffer may get an RTS */
+#define FTW_RNDV_RSCRATCH 4  /* a receive posted into owned, FTW_RTS_SIZE
+                              * bytes, because the buffer is smaller */
+#define FTW_RNDV_REPLAY   8  /* a receive of a stashed message replayed
+                              * to self (rndv/stash.h); owned says what
+                              * the status must say */
+
 /* What a request depends on. */
 typedef struct {
     MPI_Comm comm;
@@ -33,7 +43,7 @@ typedef struct {
     int peer2;          /* the send side of a send-receive, or FTW_NO_PEER */
     uint8_t kind;       /* ftw_op_kind_t */
     uint8_t persistent;
-    uint8_t rndv;       /* FTW_RNDV_* (rndv/p2p_rndv.h), 0: plain */
+    uint8_t rndv;       /* FTW_RNDV_* (above), 0: plain */
     uint8_t failed_at_start; /* a nonblocking send to a process known
                               * failed: posted to MPI_PROC_NULL, it
                               * completes with FTW_ERR_PROC_FAIL_STOP */
@@ -182,5 +192,17 @@ void ftw_grave_add_full(MPI_Request req, void *owned, unsigned qid);
 void ftw_grave_add_shielded(MPI_Request req, void *owned, void *shield);
 void ftw_grave_progress(void);
 int ftw_grave_count(void);
+
+/* What the end of a record or a grave means to the layers above core,
+ * set once at MPI_Init: release a quarantined range (buf/quarantine.h),
+ * retry bounced receives after ranges were released (buf/bounce.h), end
+ * an owned rendezvous send before its block is freed (rndv/rndv.h). */
+typedef struct ftw_req_ops {
+    void (*range_release)(unsigned qid);
+    void (*ranges_released)(void);
+    void (*owned_end)(const void *owned);
+} ftw_req_ops_t;
+
+void ftw_req_ops_set(const ftw_req_ops_t *ops);
 
 #endif

@@ -10,7 +10,7 @@
 
 #include "detect/detect.h"
 #include "core/lock.h"
-#include "ulfm/ulfm.h"
+#include "core/revoke.h"
 #include "util/log.h"
 
 /* Seconds an exchange waits for the other job. */

@@ -44,7 +44,7 @@ extern int ftw_idle_sleep;
 void ftw_detect_pause(void);
 
 /* Reasons for the wrappers to leave their fast path (ftw_quiet in
- * p2p/op.h): fault injection armed, traffic moved by a drain, agreements in
+ * op/op.h): fault injection armed, traffic moved by a drain, agreements in
  * flight, a revoke bell heard.  Read with one relaxed load. */
 extern _Atomic int ftw_noisy;
 

@@ -2,7 +2,7 @@
 #include "mpi-ext.h"
 #include "core/comm.h"
 #include "core/ft.h"
-#include "p2p/op.h"
+#include "op/op.h"
 #include "util/log.h"
 
 /* The failed processes of comm's group (remote: its remote group, for an

@@ -27,7 +27,7 @@
 #include "core/comm.h"
 #include "core/ctl.h"
 #include "core/ft.h"
-#include "p2p/op.h"
+#include "op/op.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/record.h"

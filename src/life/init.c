@@ -7,22 +7,25 @@
 #include "recover/agree.h"
 #include "core/comm.h"
 #include "core/ctl.h"
+#include "core/events.h"
+#include "core/revoke.h"
 #include "core/ft.h"
 #include "core/lock.h"
-#include "p2p/op.h"
+#include "op/op.h"
 #include "core/request.h"
 #include "ulfm/ulfm.h"
 #include "winfile/file.h"
 #include "winfile/win.h"
 #include "core/xjob.h"
+#include "buf/bounce.h"
+#include "buf/quarantine.h"
+#include "rndv/p2p_rndv.h"
+#include "rndv/stash.h"
 #include "rndv/rndv.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/stats.h"
 
-uint32_t ftw_seen_epoch;
-
-int ftw_running;
 static int world_rank = -1;
 
 /* The classes ftwrap registers at MPI_Init, in this order, so that they
@@ -136,11 +139,71 @@ static void info_env_command(void)
     free(args);
 }
 
+static void released_failhandler(MPI_Comm comm, uint64_t id)
+{
+    ftw_failhandler_forget(comm);
+}
+
+static void released_agree(MPI_Comm comm, uint64_t id)
+{
+    ftw_agree_comm_freed(id);
+}
+
+static void rndv_progress(void)
+{
+    ftw_rndv_progress_recvs();
+    ftw_rndv_progress();
+}
+
+static const ftw_progress_ops_t progress_steps[] = {
+    { "rendezvous", rndv_progress, &ftw_rndv_on, 16, 1 },
+    { "validate", ftw_validate_progress, &ftw_validates_pending, 1, 1 },
+    { "drain sink", ftw_drain_sink_progress, &ftw_drain_sinks, 16, 1 },
+};
+
+static void comm_untracked(MPI_Comm user)
+{
+    ftw_stash_drop(user, MPI_ANY_SOURCE, 1);
+}
+
+static const ftw_comm_ops_t comm_ops = {
+    .untracked = comm_untracked,
+    .freed = ftw_drain_sink_forget,
+};
+
+static const ftw_req_ops_t req_ops = {
+    .range_release = ftw_quarantine_release,
+    .ranges_released = ftw_bounce_progress,
+    .owned_end = ftw_rndv_send_end,
+};
+
+static const ftw_op_rndv_ops_t op_rndv_ops = {
+    .finish = ftw_rndv_finish,
+    .finish_raise = ftw_rndv_finish_raise,
+    .send_settle = ftw_rndv_send_settle,
+};
+
+/* The subsystems above core subscribe to core's events and hooks. */
+static void subscribe(void)
+{
+    ftw_comm_ops_set(&comm_ops);
+    ftw_req_ops_set(&req_ops);
+    ftw_op_rndv_ops_set(&op_rndv_ops);
+    ftw_on_failure(ftw_agree_failure_seen);
+    ftw_on_failure(ftw_revoke_failure_seen);
+    ftw_on_failure(ftw_failhandlers_run);
+    ftw_on_comm_released(released_failhandler);
+    ftw_on_comm_released(released_agree);
+    for (size_t i = 0; i < FTW_ARRAY_SIZE(progress_steps); i++)
+        ftw_progress_register(&progress_steps[i]);
+}
+
 int ftw_init_after(int rc)
 {
     if (rc != MPI_SUCCESS)
         return rc;
     ftw_config_load();
+    subscribe();
     {
         int level = MPI_THREAD_SINGLE;
 
@@ -220,39 +283,6 @@ int ftw_finalize(void)
     ftw_comm_table_clear();
     ftw_ctl_fini();
     return rc;
-}
-
-/* The application side learns of failures: log each once. */
-void ftw_failure_catch_up(void)
-{
-    uint32_t epoch = atomic_load_explicit(&ftw_fail_epoch,
-                                          memory_order_acquire);
-
-    for (uint32_t i = ftw_seen_epoch; i < epoch; i++) {
-        ftw_info("learned that world rank %d failed", ftw_detect_failure(i));
-        ftw_stat_add(FTW_STAT_FAILURES_SEEN, 1);
-    }
-    ftw_seen_epoch = epoch;
-    ftw_agree_failure_seen();
-    /* A revoker that died may have left notices without bells. */
-    ftw_revoke_listening = 1;
-    ftw_revoke_poll();
-    ftw_failhandlers_run();
-}
-
-void ftw_comm_released(MPI_Comm comm)
-{
-    uint64_t id;
-
-    ftw_failhandler_forget(comm);
-    id = ftw_comm_untrack(comm);
-    ftw_agree_comm_freed(id);
-    ftw_revoke_comm_freed(id);
-}
-
-int ftw_initialized(void)
-{
-    return ftw_running;
 }
 
 FTW_EXPORT int FTW_Initialized(int *flag)

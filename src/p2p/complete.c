@@ -14,8 +14,8 @@
 #include "p2p/complete.h"
 #include "buf/cut.h"
 #include "core/ft.h"
-#include "p2p/op.h"
-#include "ulfm/ulfm.h"
+#include "op/op.h"
+#include "core/revoke.h"
 #include "rndv/p2p_rndv.h"
 #include "util/log.h"
 
@@ -302,14 +302,7 @@ int ftw_wait(MPI_Request *req, MPI_Status *status)
 static void test_progress(void)
 {
     ftw_wrap_check();
-    if (ftw_rndv_min != 0) {
-        ftw_rndv_progress_recvs();
-        ftw_rndv_progress();    /* shm receivers may wait for this one */
-    }
-    if (ftw_unlikely(ftw_validates_pending))
-        ftw_validate_progress();
-    if (ftw_unlikely(ftw_drain_sinks))
-        ftw_drain_sink_progress();
+    ftw_progress_test();    /* shm receivers may wait for this one */
 }
 
 int ftw_test(MPI_Request *req, int *flag, MPI_Status *status)

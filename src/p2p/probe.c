@@ -7,7 +7,7 @@
 
 #include "ftwrap.h"
 #include "core/comm.h"
-#include "p2p/op.h"
+#include "op/op.h"
 #include "rndv/stash.h"
 #include "ulfm/ulfm.h"
 #include "util/log.h"
@@ -78,6 +78,18 @@ void ftw_msg_take(MPI_Message message, MPI_Comm *comm_p, int *source_p,
     for (int i = 0; i < 3; i++)
         replay_p[i] = e->replay[i];
     free(e);
+}
+
+void ftw_op_begin_msg(ftw_op_t *op, const char *name, MPI_Message message)
+{
+    MPI_Comm comm = MPI_COMM_NULL;
+    int source = MPI_PROC_NULL, rep[3] = {0, 0, 0};
+
+    ftw_msg_take(message, &comm, &source, rep);
+    ftw_op_begin(op, name, comm, source, FTW_OP_RECV);
+    op->replay = rep[0];
+    op->rsrc = rep[1];
+    op->rtag = rep[2];
 }
 
 /* A probe that found nothing: has its source failed (or, for a wildcard,

@@ -8,6 +8,8 @@
 
 #include <mpi.h>
 
+#include "op/op.h"
+
 /* replay: NULL, or {1, source, tag} of a replayed stash entry, which
  * its receive's status must say. */
 void ftw_msg_add(MPI_Message message, MPI_Comm comm, int source,
@@ -15,6 +17,9 @@ void ftw_msg_add(MPI_Message message, MPI_Comm comm, int source,
 
 /* Nonzero if the message has an entry. */
 int ftw_msg_known(MPI_Message message);
+
+/* A matched receive: comm and peer come from the message. */
+void ftw_op_begin_msg(ftw_op_t *op, const char *name, MPI_Message message);
 
 /* Remove a message's entry; leaves *comm_p, *source_p alone if unknown. */
 void ftw_msg_take(MPI_Message message, MPI_Comm *comm_p, int *source_p,

@@ -9,7 +9,7 @@
 #include "detect/detect.h"
 #include "core/ctl.h"
 #include "core/lock.h"
-#include "p2p/op.h"
+#include "op/op.h"
 #include "util/log.h"
 #include "util/stats.h"
 

@@ -27,7 +27,7 @@
 #include "core/comm.h"
 #include "core/ft.h"
 #include "core/lock.h"
-#include "p2p/op.h"
+#include "op/op.h"
 #include "rndv/stash.h"
 #include "util/log.h"
 #include "util/stats.h"

@@ -10,7 +10,7 @@
 #include "coll/coll.h"
 #include "core/comm.h"
 #include "core/ft.h"
-#include "p2p/op.h"
+#include "op/op.h"
 #include "util/log.h"
 #include "util/stats.h"
 
@@ -311,7 +311,7 @@ struct pending {
     MPI_Request greq;
 };
 
-int ftw_validates_pending;          /* entries in pending_list */
+_Atomic int ftw_validates_pending;  /* entries in pending_list */
 
 /* The request's status and error: what its finish returned.  The
  * record lives until the MPI frees the request (greq_free). */

@@ -8,20 +8,10 @@
 
 #include <mpi.h>
 
-#include "p2p/op.h"
+#include "op/op.h"
 #include "core/request.h"
 #include "rndv/stash.h"
 #include "rndv/rndv.h"
-
-/* ftw_reqinfo_t.rndv: what a request's completion must finish. */
-#define FTW_RNDV_SEND     1  /* the FIN receive of a rendezvous send;
-                              * owned is the send's block */
-#define FTW_RNDV_RUSER    2  /* a receive whose buffer may get an RTS */
-#define FTW_RNDV_RSCRATCH 4  /* a receive posted into owned, FTW_RTS_SIZE
-                              * bytes, because the buffer is smaller */
-#define FTW_RNDV_REPLAY   8  /* a receive of a stashed message replayed
-                              * to self (rndv/stash.h); owned says what
-                              * the status must say */
 
 /* A send of count dt of at least ftw_rndv_min bytes (the caller checked):
  * rendezvous to a peer a transport reaches, else the MPI's own send.

@@ -17,6 +17,7 @@
 #define FIN_TAG_SPAN (1 << 20)
 
 size_t ftw_rndv_min;
+_Atomic int ftw_rndv_on;
 
 static uint64_t cookie[2];
 static MPI_Comm rndv_comm = MPI_COMM_NULL;  /* FIN messages, by world rank */
@@ -119,6 +120,7 @@ ftw_status_t ftw_rndv_init(void)
     fin_tags_init();
     ftw_rndv_min = ftw_cfg.rndv_threshold < FTW_RNDV_MIN_FLOOR ?
                    FTW_RNDV_MIN_FLOOR : ftw_cfg.rndv_threshold;
+    atomic_store_explicit(&ftw_rndv_on, 1, memory_order_relaxed);
     return FTW_OK;
 }
 
@@ -129,6 +131,7 @@ void ftw_rndv_fini(void)
     for (int i = 0; i < 100 && loose_n > 0; i++)
         ftw_rndv_progress();
     ftw_rndv_min = 0;
+    atomic_store_explicit(&ftw_rndv_on, 0, memory_order_relaxed);
 }
 
 /* Does dt lay its data out in address order?  Named types, and

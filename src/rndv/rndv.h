@@ -65,6 +65,10 @@ typedef enum {
 /* Smallest message that goes through the rendezvous; 0: off. */
 extern size_t ftw_rndv_min;
 
+/* 1 while ftw_rndv_min is (the rendezvous runs): its progress step's
+ * gate (core/progress.h). */
+extern _Atomic int ftw_rndv_on;
+
 /* Collective over MPI_COMM_WORLD (in MPI_Init): the cookie, the
  * rendezvous communicator and the transports' peer table. */
 ftw_status_t ftw_rndv_init(void);

@@ -26,7 +26,7 @@
 
 #include <mpi.h>
 
-#include "p2p/op.h"
+#include "op/op.h"
 #include "rndv/rndv.h"
 
 typedef struct ftw_stash {

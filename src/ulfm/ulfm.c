@@ -13,7 +13,7 @@
 #include "core/comm.h"
 #include "core/ctl.h"
 #include "core/ft.h"
-#include "p2p/op.h"
+#include "op/op.h"
 #include "ulfm/ulfm.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -22,45 +22,6 @@
 #define TAG_SHRINK 30004
 
 _Static_assert(sizeof(int) == 4, "the agreement carries a 4-byte flag");
-
-/* ---- error texts -------------------------------------------------------- */
-
-const char *ftw_error_text(int code)
-{
-    switch (code) {
-    case FTW_ERR_PROC_FAIL_STOP:
-        return "MPIX_ERR_PROC_FAILED (FTW_ERR_PROC_FAIL_STOP): a process "
-               "the operation depends on failed";
-    case FTW_ERR_ANY_SOURCE_DISABLED:
-        return "MPIX_ERR_PROC_FAILED_PENDING (FTW_ERR_ANY_SOURCE_DISABLED): "
-               "an unacknowledged process failure keeps this MPI_ANY_SOURCE "
-               "receive from completing; it is still pending";
-    case MPIX_ERR_REVOKED:
-        return "MPIX_ERR_REVOKED: the communicator was revoked";
-    case FTW_ERR_DRAINED:
-        return "FTW_ERR_DRAINED: the request was cancelled by a drain";
-    case FTW_ERR_BUFFER_UNUSABLE:
-        return "FTW_ERR_BUFFER_UNUSABLE: a failed transfer may still write "
-               "the receive buffer; it is quarantined";
-    case FTW_ERR_INTERRUPTED:
-        return "FTW_ERR_INTERRUPTED: the call was interrupted by a new "
-               "process failure";
-    default:
-        return NULL;
-    }
-}
-
-int ftw_error_string(int code, char *string, int *resultlen)
-{
-    const char *text = ftw_error_text(code);
-
-    if (text == NULL || string == NULL || resultlen == NULL)
-        return PMPI_Error_string(code, string, resultlen);
-    strncpy(string, text, MPI_MAX_ERROR_STRING - 1);
-    string[MPI_MAX_ERROR_STRING - 1] = '\0';
-    *resultlen = (int)strlen(string);
-    return MPI_SUCCESS;
-}
 
 /* ---- acknowledging failures --------------------------------------------- */
 

@@ -1,15 +1,6 @@
 /*
  * The ULFM interface (MPIX_Comm_revoke, shrink, agree, ...) on top of
- * ftwrap's own failure semantics.
- *
- * Revocation (revoke.c).  MPIX_Comm_revoke sends a notice on the
- * communicator's control communicator to every live member, then rings
- * their bells over the detector's socket (detect.h).  A process learns of
- * a revocation when it looks for notices: on a bell, on a failure, and,
- * once revocations are about (ftw_revoke_listening), every few turns of
- * any waiting loop.  The first notice it finds for a communicator it
- * forwards to every other live member itself (flooding), so the
- * revocation reaches everyone even when the revoker dies half-way.
+ * ftwrap's own failure semantics.  Revocation itself is core/revoke.h.
  *
  * Error classes.  ULFM's failure classes are ftwrap's own (ftwrap.h), so
  * both interfaces raise the same values; MPIX_ERR_REVOKED is raised for
@@ -25,52 +16,12 @@
 #include "mpi-ext.h"
 #include "detect/detect.h"
 #include "core/comm.h"
+#include "core/raise.h"
+#include "core/revoke.h"
 #include "util/compiler.h"
-
-/* Set once the process may receive revoke notices: it heard a bell,
- * revoked a communicator itself, or saw a failure (a revoker that died
- * may have left notices without bells).  Waiting loops then look for
- * notices now and then. */
-extern int ftw_revoke_listening;
-
-/* Communicators known revoked in this process. */
-extern int ftw_revoked_count;
-
-/* Bumped whenever a communicator of this process becomes revoked. */
-extern uint32_t ftw_revoke_gen;
-
-/* Bells handled so far (ftw_det_bells when last looked). */
-extern uint32_t ftw_bells_seen;
-
-/* Look for revoke notices on every control communicator, mark what they
- * name revoked and forward the first notice of each. */
-void ftw_revoke_poll(void);
-
-/* New bells: look for notices.  One relaxed load otherwise. */
-static inline void ftw_revoke_check(void)
-{
-    if (ftw_unlikely(atomic_load_explicit(&ftw_det_bells,
-                                          memory_order_relaxed) !=
-                     ftw_bells_seen))
-        ftw_revoke_poll();
-}
-
-/* The communicator with id was freed here: revoke notices for it that
- * arrive later are dropped. */
-void ftw_revoke_comm_freed(uint64_t id);
-
-/* 1 if comm is known revoked here (after looking for new bells). */
-int ftw_comm_is_revoked_now(ftw_comm_t *c);
-
-/* The text of an error class ftwrap raises (ULFM's included), or NULL. */
-const char *ftw_error_text(int code);
-
-/* MPI_Error_string: ftwrap's texts for its classes, else the MPI's. */
-int ftw_error_string(int code, char *string, int *resultlen);
 
 /* The ULFM calls as the generated wrappers reach them (the MPIs that
  * declare a call get a generated entry point, the others ulfm.c's). */
-int ftw_comm_revoke(MPI_Comm comm);
 int ftw_comm_shrink(MPI_Comm comm, MPI_Comm *newcomm);
 int ftw_comm_agree(MPI_Comm comm, int *flag);
 int ftw_comm_failure_ack(MPI_Comm comm);

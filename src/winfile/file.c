@@ -11,7 +11,7 @@
 #include "core/ft.h"
 #include "core/lock.h"
 #include "winfile/members.h"
-#include "p2p/op.h"
+#include "op/op.h"
 #include "util/log.h"
 
 typedef struct ftw_file {

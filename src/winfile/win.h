@@ -42,7 +42,7 @@
 #include <stdatomic.h>
 
 #include "coll/coll.h"
-#include "p2p/op.h"
+#include "op/op.h"
 #include "util/compiler.h"
 
 typedef struct ftw_win ftw_win_t;

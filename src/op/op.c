@@ -1,5 +1,5 @@
 /* Point-to-point operations that never hang on a failed peer. */
-#include "p2p/op.h"
+#include "op/op.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -11,14 +11,11 @@
 
 #include "ftwrap.h"
 #include "buf/bounce.h"
-#include "coll/coll.h"
 #include "core/comm.h"
 #include "buf/cut.h"
 #include "core/ft.h"
-#include "rndv/p2p_rndv.h"
-#include "p2p/probe.h"
 #include "buf/quarantine.h"
-#include "ulfm/ulfm.h"
+#include "core/revoke.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/stats.h"
@@ -84,136 +81,42 @@ void ftw_op_route(ftw_op_t *op)
         op->npeer2 = ftw_p2p_rank(v, c->size, op->info.peer2);
 }
 
-void ftw_op_begin_msg(ftw_op_t *op, const char *name, MPI_Message message)
-{
-    MPI_Comm comm = MPI_COMM_NULL;
-    int source = MPI_PROC_NULL, rep[3] = {0, 0, 0};
+/* ---- the layers above ------------------------------------------------ */
 
-    ftw_msg_take(message, &comm, &source, rep);
-    ftw_op_begin(op, name, comm, source, FTW_OP_RECV);
-    op->replay = rep[0];
-    op->rsrc = rep[1];
-    op->rtag = rep[2];
+static const ftw_op_rndv_ops_t *op_rndv;
+
+void ftw_op_rndv_ops_set(const ftw_op_rndv_ops_t *ops)
+{
+    op_rndv = ops;
 }
 
-void ftw_status_fail(MPI_Status *status, int code, int source)
+int ftw_req_test_briefly(MPI_Request *req, MPI_Status *status)
 {
-    if (status == MPI_STATUS_IGNORE)
-        return;
-    status->MPI_SOURCE = source;
-    status->MPI_TAG = MPI_ANY_TAG;
-    status->MPI_ERROR = code;
-    PMPI_Status_set_elements(status, MPI_BYTE, 0);
-    PMPI_Status_set_cancelled(status, 0);
+    double until = PMPI_Wtime() + 0.002;
+    int flag = 0;
+
+    for (int i = 0; !flag && (i < 100 || PMPI_Wtime() < until); i++)
+        PMPI_Test(req, &flag, status);
+    return flag;
 }
 
-static int is_predefined(MPI_Errhandler eh)
+/* A nonblocking collective's request: cut off by a failure since it
+ * started (the communicator's collective generation moved)?  One that
+ * completes at once still counts; else it is given up, its receive
+ * buffer quarantined. */
+static int coll_failcheck(ftw_comm_t *c, const ftw_reqinfo_t *info,
+                          MPI_Request *req, MPI_Status *status)
 {
-#ifdef MPI_ERRORS_ABORT
-    if (eh == MPI_ERRORS_ABORT)
-        return 1;
-#endif
-    return eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_RETURN;
-}
-
-static int is_fatal(MPI_Errhandler eh)
-{
-#ifdef MPI_ERRORS_ABORT
-    if (eh == MPI_ERRORS_ABORT)
-        return 1;
-#endif
-    return eh == MPI_ERRORS_ARE_FATAL;
-}
-
-int ftw_abort_status(int code)
-{
-    return (code & 0xff) ? (code & 0xff) : 1;
-}
-
-int ftw_abort(MPI_Comm comm, int errorcode)
-{
-    ftw_detect_abort_job(ftw_abort_status(errorcode));
-    return PMPI_Abort(comm, errorcode);
-}
-
-/* The end of every raise: eh is the object's handler (a reference the
- * MPI gave, freed here), call calls it on the object.  A fatal handler
- * ends the job with what (and the error) said. */
-static int raise_with(MPI_Errhandler eh, int code, const char *what,
-                      int (*call)(const void *obj, int code), const void *obj)
-{
-    char text[MPI_MAX_ERROR_STRING];
-    int len;
-
-    if (eh == MPI_ERRORS_RETURN)
-        return code;
-    if (is_fatal(eh)) {
-        ftw_error_string(code, text, &len);
-        ftw_error("%s: %s; the error handler is MPI_ERRORS_ARE_FATAL, "
-                  "aborting", what, text);
-        ftw_detect_abort_job(ftw_abort_status(code));
-    } else if (!is_predefined(eh)) {
-        ftw_stat_add(FTW_STAT_ERRHANDLER_CALLS, 1);
-    }
-    call(obj, code);
-    if (!is_predefined(eh))
-        PMPI_Errhandler_free(&eh);
-    return code;
-}
-
-static int call_comm(const void *obj, int code)
-{
-    return PMPI_Comm_call_errhandler(*(const MPI_Comm *)obj, code);
-}
-
-static int call_win(const void *obj, int code)
-{
-    return PMPI_Win_call_errhandler(*(const MPI_Win *)obj, code);
-}
-
-static int call_file(const void *obj, int code)
-{
-    return PMPI_File_call_errhandler(*(const MPI_File *)obj, code);
-}
-
-int ftw_raise(MPI_Comm comm, int code, const char *name, int peer)
-{
-    MPI_Errhandler eh;
-    ftw_comm_t *c;
-    char what[256];
-
-    ftw_stat_add(FTW_STAT_OPS_FAILED, 1);
-    if (comm == MPI_COMM_NULL ||
-        PMPI_Comm_get_errhandler(comm, &eh) != MPI_SUCCESS)
-        return code;
-    /* A fatal handler's message names the failed rank. */
-    c = peer >= 0 && is_fatal(eh) ? ftw_comm_get(comm) : NULL;
-    if (c == NULL || peer >= c->size)
-        return raise_with(eh, code, name, call_comm, &comm);
-    snprintf(what, sizeof(what), "%s: rank %d of the communicator (world "
-             "rank %d) failed", name, peer, c->peer_world[peer]);
-    return raise_with(eh, code, what, call_comm, &comm);
-}
-
-int ftw_raise_win(MPI_Win win, int code, const char *name)
-{
-    MPI_Errhandler eh;
-
-    ftw_stat_add(FTW_STAT_OPS_FAILED, 1);
-    if (win == MPI_WIN_NULL ||
-        PMPI_Win_get_errhandler(win, &eh) != MPI_SUCCESS)
-        return code;
-    return raise_with(eh, code, name, call_win, &win);
-}
-
-int ftw_raise_file(MPI_File fh, int code, const char *name)
-{
-    MPI_Errhandler eh;
-
-    ftw_stat_add(FTW_STAT_OPS_FAILED, 1);
-    if (PMPI_File_get_errhandler(fh, &eh) != MPI_SUCCESS)
-        return code;
-    return raise_with(eh, code, name, call_file, &fh);
+    ftw_comm_refresh(c);
+    if (c->coll_gen == info->coll_gen)
+        return FTW_PENDING_CODE;
+    if (ftw_req_test_briefly(req, status))
+        return MPI_SUCCESS;
+    ftw_grave_add_quarantined(*req, info->buf ? ftw_quarantine_add(
+                                  info->buf, info->count, info->dt) : 0);
+    *req = MPI_REQUEST_NULL;
+    ftw_status_fail(status, ftw_coll_code(c), MPI_ANY_SOURCE);
+    return ftw_coll_code(c);
 }
 
 /* The failed peer of an operation, or -1 if none is known failed. */
@@ -355,120 +258,6 @@ static int op_refused_failed(ftw_op_t *op, MPI_Status *status)
     return 1;
 }
 
-/* Datatype sizes: the last one asked, per thread; MPI_Type_free bumps
- * the generation, since a freed handle may come back as another type.
- * The generation starts at 1 so the empty cache never matches. */
-_Atomic unsigned ftw_type_gen = 1;
-FTW_TLS MPI_Datatype ftw_size_dt;
-FTW_TLS MPI_Count ftw_size_val;
-FTW_TLS unsigned ftw_size_gen;
-
-int ftw_type_size(MPI_Datatype dt, MPI_Count *size_p)
-{
-    unsigned gen = atomic_load_explicit(&ftw_type_gen, memory_order_relaxed);
-
-    if (ftw_likely(ftw_size_dt == dt && ftw_size_gen == gen)) {
-        *size_p = ftw_size_val;
-        return MPI_SUCCESS;
-    }
-    if (PMPI_Type_size_x(dt, size_p) != MPI_SUCCESS)
-        return MPI_ERR_TYPE;
-    ftw_size_dt = dt;
-    ftw_size_val = *size_p;
-    ftw_size_gen = gen;
-    return MPI_SUCCESS;
-}
-
-int ftw_send_eager_slow(MPI_Count count, MPI_Datatype dt)
-{
-    MPI_Count size;
-
-    if (ftw_type_size(dt, &size) != MPI_SUCCESS)
-        return 1;   /* let the MPI report the bad datatype */
-    return count * size <= (MPI_Count)ftw_cfg.eager_max;
-}
-
-/* Datatypes the program freed while a request ftwrap tracks still named
- * them.  MPI lets a program free a type its pending operations use; the
- * native requests hold their own reference, but ftwrap reads the type at
- * completion too (a rendezvous receive unpacks with it, a failed receive
- * quarantines its span), so the native free waits until no tracked
- * request names the type.  Each MPI_Type_free and MPI_Finalize sweep the
- * list, so it holds only types some request still uses. */
-static MPI_Datatype *held;
-static _Atomic int held_n;
-static int held_cap;
-static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int type_uses(MPI_Datatype dt)
-{
-    return ftw_req_count > 0 && ftw_req_uses_type(dt);
-}
-
-/* Free the held types nothing names any more (held_lock held); all of
- * them if all. */
-static void held_sweep(int all)
-{
-    int keep = 0;
-
-    for (int i = 0; i < held_n; i++) {
-        if (!all && type_uses(held[i]))
-            held[keep++] = held[i];
-        else
-            PMPI_Type_free(&held[i]);
-    }
-    held_n = keep;
-}
-
-static int type_hold(MPI_Datatype dt)
-{
-    if (held_n == held_cap) {
-        int cap = held_cap ? 2 * held_cap : 16;
-        MPI_Datatype *n = realloc(held, (size_t)cap * sizeof(*n));
-
-        if (n == NULL)
-            return 0;
-        held = n;
-        held_cap = cap;
-    }
-    held[held_n++] = dt;
-    return 1;
-}
-
-int ftw_type_free(MPI_Datatype *dt)
-{
-    int ni, na, nd, combiner, rc = MPI_SUCCESS, done = 0;
-
-    atomic_fetch_add_explicit(&ftw_type_gen, 1, memory_order_relaxed);
-    ftw_wrap_check();
-    if (held_n == 0 && (dt == NULL || !type_uses(*dt)))
-        return PMPI_Type_free(dt);
-    pthread_mutex_lock(&held_lock);
-    held_sweep(0);
-    /* A predefined or invalid type goes to the MPI, which says why. */
-    if (dt != NULL && type_uses(*dt) &&
-        PMPI_Type_get_envelope(*dt, &ni, &na, &nd, &combiner) ==
-            MPI_SUCCESS && combiner != MPI_COMBINER_NAMED &&
-        type_hold(*dt)) {
-        *dt = MPI_DATATYPE_NULL;
-        done = 1;
-    }
-    pthread_mutex_unlock(&held_lock);
-    if (!done)
-        rc = PMPI_Type_free(dt);
-    return rc;
-}
-
-void ftw_type_fini(void)
-{
-    pthread_mutex_lock(&held_lock);
-    held_sweep(1);
-    free(held);
-    held = NULL;
-    held_cap = 0;
-    pthread_mutex_unlock(&held_lock);
-}
-
 int ftw_op_direct(ftw_op_t *op, MPI_Count count, MPI_Datatype dt)
 {
     if (op->info.peer == MPI_PROC_NULL)
@@ -528,69 +317,6 @@ int ftw_op_posted(ftw_op_t *op, int rc, MPI_Request *request)
 }
 
 /* ---- waiting ----------------------------------------------------------- */
-
-int ftw_poll_changed(ftw_poll_t *p)
-{
-    uint32_t e = atomic_load_explicit(&ftw_fail_epoch, memory_order_relaxed);
-    uint32_t d = atomic_load_explicit(&ftw_drain_seq, memory_order_relaxed);
-
-    ftw_revoke_check();
-    if (ftw_likely(e == p->epoch && d == p->drains &&
-                   ftw_revoke_gen == p->revokes))
-        return 0;
-    p->epoch = e;
-    ftw_wrap_check();       /* may run failure handlers, even a drain */
-    p->drains = atomic_load_explicit(&ftw_drain_seq, memory_order_relaxed);
-    p->revokes = ftw_revoke_gen;
-    return 1;
-}
-
-#define FTW_SPINS_BEFORE_YIELD 20000
-#define FTW_SPINS_BEFORE_SLEEP 2000
-
-static _Atomic int windows;     /* made here and not freed */
-
-void ftw_win_count(int delta)
-{
-    atomic_fetch_add_explicit(&windows, delta, memory_order_relaxed);
-}
-
-/* Waiting long: give the core to the processes this one waits for (jobs
- * often have more ranks than cores).  Spinning, now and then, so a waiter
- * that has the core to itself loses little; or sleeping (FTW_IDLE), but
- * not while this process has a window: other processes' passive-target
- * operations on it move only when it polls. */
-static inline void poll_backoff(unsigned spins)
-{
-    if (ftw_idle_sleep &&
-        atomic_load_explicit(&windows, memory_order_relaxed) == 0) {
-        if (spins > FTW_SPINS_BEFORE_SLEEP)
-            ftw_detect_pause();
-    } else if (spins > FTW_SPINS_BEFORE_YIELD && (spins & 15) == 0) {
-        sched_yield();
-    }
-}
-
-void ftw_poll_idle(ftw_poll_t *p)
-{
-    p->spins++;
-    ftw_xport_progress();   /* shm receivers wait for this process */
-    if (ftw_unlikely(ftw_validates_pending))
-        ftw_validate_progress();
-    if (ftw_unlikely(ftw_drain_sinks) && (p->spins & 15) == 0)
-        ftw_drain_sink_progress();
-    if ((p->spins & 63) == 0) {
-        ftw_detect_peek();
-        ftw_grave_progress();
-        if (ftw_unlikely(ftw_revoke_listening))
-            ftw_revoke_poll();  /* notices whose bell came early */
-    }
-    if (ftw_rndv_min != 0 && (p->spins & 15) == 0) {
-        ftw_rndv_progress_recvs();
-        ftw_rndv_progress();
-    }
-    poll_backoff(p->spins);
-}
 
 /* The peer of a receive failed: take the request back from the MPI.  A
  * message that arrived before the failure is still delivered. */
@@ -680,7 +406,7 @@ static int recv_ended(const ftw_reqinfo_t *info, MPI_Status *st,
     if (ftw_unlikely(ftw_cut_seq != 0))
         rc = req_cut(info, st);
     if (rc == MPI_SUCCESS && info->rndv)
-        rc = ftw_rndv_finish(info, st);
+        rc = op_rndv->finish(info, st);
     if (status != MPI_STATUS_IGNORE)
         *status = *st;
     return rc;
@@ -739,7 +465,8 @@ static int op_cut(const ftw_reqinfo_t *info, MPI_Request *req,
 
     /* A rendezvous send's request is its FIN receive: a live receiver
      * may be pulling the buffer, its FIN is waited for first. */
-    if ((info->rndv & FTW_RNDV_SEND) && ftw_rndv_send_settle(info, req, &st)) {
+    if ((info->rndv & FTW_RNDV_SEND) &&
+        op_rndv->send_settle(info, req, &st)) {
         if (status != MPI_STATUS_IGNORE)
             *status = st;
         return MPI_SUCCESS;
@@ -857,7 +584,7 @@ int ftw_req_failcheck(const ftw_reqinfo_t *info, MPI_Request *req,
     if (c == NULL || *req == MPI_REQUEST_NULL)
         return FTW_PENDING_CODE;
     if (info->kind == FTW_OP_COLL)
-        return ftw_coll_failcheck(c, info, req, status);
+        return coll_failcheck(c, info, req, status);
     if (ftw_unlikely(c->revoked))
         return op_cut(info, req, status, info->peer, MPIX_ERR_REVOKED);
     if (ftw_req_drained(c, info))
@@ -988,7 +715,7 @@ int ftw_req_wait(const ftw_reqinfo_t *info, MPI_Request *req,
         if (flag) {
             rc = ftw_req_completed(info, status);
             if (info != NULL && info->rndv && rc == MPI_SUCCESS)
-                rc = ftw_rndv_finish_raise(info, status, "MPI_Wait");
+                rc = op_rndv->finish_raise(info, status, "MPI_Wait");
             return rc;
         }
         if (ftw_poll_changed(&p) && info != NULL) {
@@ -1033,7 +760,7 @@ static int fast_wait_progress(void)
         if ((++fast_wait_spins & 255) == 0)
             ftw_detect_peek();
         ftw_xport_progress();
-        poll_backoff(fast_wait_spins);
+        ftw_poll_backoff(fast_wait_spins);
         return 0;
     }
     fast_wait_req = NULL;
@@ -1173,7 +900,7 @@ int ftw_recv_fast(MPI_Request *req, MPI_Status *status, MPI_Comm comm,
         if ((++spins & 255) == 0)
             ftw_detect_peek();
         ftw_xport_progress();
-        poll_backoff(spins);
+        ftw_poll_backoff(spins);
     }
     return recv_watched(req, status, comm, source, name, buf, count, dt);
 }

@@ -1,6 +1,6 @@
 /*
  * MPIX_Comm_revoke: a revocation that reaches every live member of a
- * communicator, a process blocked in a receive included (see ulfm.h).
+ * communicator, a process blocked in a receive included (see revoke.h).
  *
  * The notice is a header naming the communicator by its id on ftwrap's
  * control channel (ctl.h); the bell over the detector's socket only says
@@ -19,9 +19,10 @@
 #include "core/ctl.h"
 #include "core/ft.h"
 #include "core/lock.h"
-#include "p2p/op.h"
+#include "core/progress.h"
+#include "core/raise.h"
 #include "core/request.h"
-#include "ulfm/ulfm.h"
+#include "core/revoke.h"
 #include "util/log.h"
 #include "util/stats.h"
 
@@ -192,6 +193,13 @@ void ftw_revoke_poll(void)
         unanswered_since = 0;
     }
     busy = 0;
+}
+
+void ftw_revoke_failure_seen(void)
+{
+    /* A revoker that died may have left notices without bells. */
+    ftw_revoke_listening = 1;
+    ftw_revoke_poll();
 }
 
 int ftw_comm_is_revoked_now(ftw_comm_t *c)

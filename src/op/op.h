@@ -23,7 +23,10 @@
 #include "mpi-ext.h"
 #include "detect/detect.h"
 #include "core/comm.h"
+#include "core/progress.h"
+#include "core/raise.h"
 #include "core/request.h"
+#include "core/types.h"
 #include "util/compiler.h"
 #include "util/config.h"
 
@@ -51,9 +54,6 @@ typedef struct {
 void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
                   ftw_op_kind_t kind);
 
-/* A matched receive: comm and peer come from the message. */
-void ftw_op_begin_msg(ftw_op_t *op, const char *name, MPI_Message message);
-
 /* ---- the fast path -------------------------------------------------------
  * While no failure is known and nothing else needs watching, a blocking
  * send small enough to go eagerly is the MPI's own call, and a blocking
@@ -67,24 +67,6 @@ static inline int ftw_quiet(void)
 {
     return atomic_load_explicit(&ftw_fail_epoch, memory_order_relaxed) == 0
            && atomic_load_explicit(&ftw_noisy, memory_order_relaxed) == 0;
-}
-
-extern FTW_TLS MPI_Datatype ftw_size_dt;
-extern FTW_TLS MPI_Count ftw_size_val;
-extern FTW_TLS unsigned ftw_size_gen;
-extern _Atomic unsigned ftw_type_gen;
-int ftw_send_eager_slow(MPI_Count count, MPI_Datatype dt);
-
-/* The size of dt, through the per-thread cache of the last one asked. */
-int ftw_type_size(MPI_Datatype dt, MPI_Count *size_p);
-
-/* Nonzero if count elements of dt fit FTW_EAGER_MAX (last type cached). */
-static inline int ftw_send_eager(MPI_Count count, MPI_Datatype dt)
-{
-    if (ftw_likely(ftw_size_dt == dt && ftw_size_gen ==
-                   atomic_load_explicit(&ftw_type_gen, memory_order_relaxed)))
-        return count * ftw_size_val <= (MPI_Count)ftw_cfg.eager_max;
-    return ftw_send_eager_slow(count, dt);
 }
 
 /* The rest of a fast-path blocking receive after its PMPI_Irecv. */
@@ -141,61 +123,6 @@ int ftw_op_wait(ftw_op_t *op, int rc, MPI_Status *status);
 void *ftw_op_copy_span(ftw_op_t *op, const void *buf, MPI_Count count,
                        MPI_Datatype dt);
 
-/* Raise an ftwrap error on comm's error handler, as MPI would; returns
- * code for the caller to return (if the handler returns).  peer is the
- * failed rank in comm, or -1. */
-int ftw_raise(MPI_Comm comm, int code, const char *name, int peer);
-
-/* The same for a window (MPI_Win_call_errhandler; a window's default
- * handler is MPI_ERRORS_ARE_FATAL). */
-int ftw_raise_win(MPI_Win win, int code, const char *name);
-
-/* The same for a file (MPI_FILE_NULL's handler for MPI_FILE_NULL; a
- * file's default handler is MPI_ERRORS_RETURN). */
-int ftw_raise_file(MPI_File fh, int code, const char *name);
-
-/* MPI_Type_free: also forgets cached datatype sizes, and leaves a type
- * a tracked request names to be freed once none does. */
-int ftw_type_free(MPI_Datatype *dt);
-
-/* MPI_Finalize: free the types MPI_Type_free left to requests. */
-void ftw_type_fini(void);
-
-/* MPI_Abort: the whole job ends, even under a launcher told to keep
- * survivors alive.  ftw_abort_status: the exit status for an error code. */
-int ftw_abort(MPI_Comm comm, int errorcode);
-int ftw_abort_status(int code);
-
-/* Fill a status for an operation that ended in error. */
-void ftw_status_fail(MPI_Status *status, int code, int source);
-
-/* The waiting side shared by every blocking call. */
-typedef struct {
-    uint32_t epoch;         /* failure epoch at the last check */
-    uint32_t drains;        /* ftw_drain_seq at the last check */
-    uint32_t revokes;       /* ftw_revoke_gen at the last check */
-    unsigned spins;
-} ftw_poll_t;
-
-static inline void ftw_poll_init(ftw_poll_t *p)
-{
-    p->epoch = 0;
-    p->drains = 0;
-    p->revokes = 0;
-    p->spins = 0;
-}
-
-/* Nonzero when failures, drains or revocations happened since the last
- * call. */
-int ftw_poll_changed(ftw_poll_t *p);
-
-/* One idle turn: run pending work, back off when waiting long. */
-void ftw_poll_idle(ftw_poll_t *p);
-
-/* A window was made (+1) or freed (-1) here: while any exists, waiting
- * calls do not sleep (FTW_IDLE). */
-void ftw_win_count(int delta);
-
 /* Check a pending request against the failures: returns FTW_PENDING_CODE
  * if it may still complete, else the MPI error code it completed with
  * (MPI_SUCCESS if it finished after all).  blocking: a wildcard receive
@@ -224,12 +151,28 @@ int ftw_req_doomed(const ftw_reqinfo_t *info);
 int ftw_req_wait(const ftw_reqinfo_t *info, MPI_Request *req,
                  MPI_Status *status, int blocking);
 
-/* 1 if code is an error class ftwrap raises itself (ULFM's included). */
-static inline int ftw_is_own_error(int code)
+/* The rendezvous' part in a request's end (rndv/p2p_rndv.h), set once at
+ * MPI_Init; called only for requests whose info.rndv is set. */
+typedef struct ftw_op_rndv_ops {
+    int (*finish)(const ftw_reqinfo_t *info, MPI_Status *st);
+    int (*finish_raise)(const ftw_reqinfo_t *info, MPI_Status *st,
+                        const char *name);
+    int (*send_settle)(const ftw_reqinfo_t *info, MPI_Request *req,
+                       MPI_Status *st);
+} ftw_op_rndv_ops_t;
+
+void ftw_op_rndv_ops_set(const ftw_op_rndv_ops_t *ops);
+
+/* Test req for up to 2 ms (and 100 tries): 1 if it completed.  A
+ * collective whose communicator lost a process may still finish with
+ * what the dead process sent before it died. */
+int ftw_req_test_briefly(MPI_Request *req, MPI_Status *status);
+
+/* The error of a collective cut off on c: revoked, or a member failed. */
+static inline int ftw_coll_code(const ftw_comm_t *c)
 {
-    return (code >= FTW_ERR_FIRST_ && code <= FTW_ERR_LAST_) ||
-           code == MPIX_ERR_PROC_FAILED ||
-           code == MPIX_ERR_PROC_FAILED_PENDING || code == MPIX_ERR_REVOKED;
+    return c != NULL && c->revoked ? MPIX_ERR_REVOKED
+                                   : FTW_ERR_PROC_FAIL_STOP;
 }
 
 #endif
