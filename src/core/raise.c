@@ -48,6 +48,23 @@ int ftw_error_string(int code, char *string, int *resultlen)
     return MPI_SUCCESS;
 }
 
+int ftw_status_to_mpi(ftw_status_t st)
+{
+    switch (st) {
+    case FTW_OK:               return MPI_SUCCESS;
+    case FTW_INPROGRESS:       return MPI_ERR_PENDING;
+    case FTW_ST_NO_MEMORY:     return MPI_ERR_NO_MEM;
+    case FTW_ST_INVALID_PARAM: return MPI_ERR_ARG;
+    case FTW_ST_UNSUPPORTED:   return MPI_ERR_UNSUPPORTED_OPERATION;
+    case FTW_ST_TRUNCATED:     return MPI_ERR_TRUNCATE;
+    case FTW_ST_IO_ERROR:      return MPI_ERR_IO;
+    case FTW_ST_MPI_ERROR:     return MPI_ERR_INTERN;
+    case FTW_ST_PEER_FAILED:   return FTW_ERR_PROC_FAIL_STOP;
+    case FTW_ST_FATAL:         return MPI_ERR_INTERN;
+    }
+    return MPI_ERR_OTHER;
+}
+
 /* ---- raising ------------------------------------------------------------ */
 
 void ftw_status_fail(MPI_Status *status, int code, int source)

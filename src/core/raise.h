@@ -10,6 +10,11 @@
 
 #include "mpi-ext.h"
 #include "ftwrap.h"
+#include "util/status.h"
+
+/* The MPI error class of an internal status (util/status.h): the one
+ * place the lower layers' statuses become MPI's. */
+int ftw_status_to_mpi(ftw_status_t st);
 
 /* The text of one of ftwrap's error classes (ULFM's included), or NULL. */
 const char *ftw_error_text(int code);

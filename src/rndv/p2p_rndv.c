@@ -588,17 +588,6 @@ static int send_finish(const ftw_reqinfo_t *info, MPI_Status *st)
     }
 }
 
-static int code_of(ftw_status_t s)
-{
-    switch (s) {
-    case FTW_OK:             return MPI_SUCCESS;
-    case FTW_ST_TRUNCATED:   return MPI_ERR_TRUNCATE;
-    case FTW_ST_PEER_FAILED: return FTW_ERR_PROC_FAIL_STOP;
-    case FTW_ST_NO_MEMORY:   return MPI_ERR_NO_MEM;
-    default:                 return MPI_ERR_OTHER;
-    }
-}
-
 /* The message an RTS announces: pull it, describe it in st. */
 static int rts_finish(const ftw_reqinfo_t *info, MPI_Status *st,
                       const ftw_rts_t *rts)
@@ -607,7 +596,7 @@ static int rts_finish(const ftw_reqinfo_t *info, MPI_Status *st,
     int rc;
 
     heads_rescue(info);
-    rc = code_of(ftw_rndv_recv(rts, info->buf, info->count, info->dt, &got));
+    rc = ftw_status_to_mpi(ftw_rndv_recv(rts, info->buf, info->count, info->dt, &got));
 
     PMPI_Status_set_elements_x(st, MPI_BYTE, got);
     if (rc != MPI_SUCCESS)

@@ -10,14 +10,9 @@ const char *ftw_status_string(ftw_status_t status)
     case FTW_ST_INVALID_PARAM:       return "invalid parameter";
     case FTW_ST_UNSUPPORTED:         return "operation not supported";
     case FTW_ST_TRUNCATED:           return "message truncated";
-    case FTW_ST_CANCELLED:           return "request cancelled";
     case FTW_ST_IO_ERROR:            return "input/output error";
     case FTW_ST_MPI_ERROR:           return "native MPI call failed";
     case FTW_ST_PEER_FAILED:         return "peer process failed";
-    case FTW_ST_ANY_SOURCE_DISABLED: return "wildcard receives disabled";
-    case FTW_ST_DRAINED:             return "request drained";
-    case FTW_ST_BUFFER_UNUSABLE:     return "receive buffer quarantined";
-    case FTW_ST_INTERRUPTED:         return "interrupted by a failure";
     case FTW_ST_FATAL:               return "fatal error";
     }
     return "unknown status";

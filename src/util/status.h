@@ -1,8 +1,11 @@
 /*
- * One internal status type for the whole library.  Ranges are grouped by
- * what a failure takes down: a single request, a peer, a communicator, or
- * the job.  The wrapper boundary maps a status to an MPI error class
- * (ftw_status_to_mpi); nothing below it speaks MPI error codes.
+ * One internal status type for the layers that do not speak MPI error
+ * codes (util, detect, xport, and the rendezvous protocol's returns).
+ * Ranges are grouped by what a failure takes down: a single request, a
+ * peer, or the job.  core/raise.h maps a status to an MPI error class in
+ * one place (ftw_status_to_mpi); communicator-wide conditions (drained,
+ * revoked, wildcards disabled, ...) are decided above core and are MPI
+ * classes from the start.
  */
 #ifndef FTW_UTIL_STATUS_H
 #define FTW_UTIL_STATUS_H
@@ -16,18 +19,11 @@ typedef enum {
     FTW_ST_INVALID_PARAM    =  -2,
     FTW_ST_UNSUPPORTED      =  -3,
     FTW_ST_TRUNCATED        =  -4,
-    FTW_ST_CANCELLED        =  -5,
     FTW_ST_IO_ERROR         =  -6,
     FTW_ST_MPI_ERROR        =  -7,  /* the native MPI call failed */
 
     /* A peer is gone: every operation with it fails. */
     FTW_ST_PEER_FAILED      = -20,
-
-    /* A communicator-wide condition. */
-    FTW_ST_ANY_SOURCE_DISABLED = -40,
-    FTW_ST_DRAINED          = -41,
-    FTW_ST_BUFFER_UNUSABLE  = -42,
-    FTW_ST_INTERRUPTED      = -43,
 
     /* The whole job cannot go on. */
     FTW_ST_FATAL            = -60,
