@@ -100,16 +100,13 @@ int ftw_req_test_briefly(MPI_Request *req, MPI_Status *status)
     return flag;
 }
 
-/* A nonblocking collective's request: cut off by a failure since it
- * started (the communicator's collective generation moved)?  One that
+/* A nonblocking collective's request cut off by a failure since it
+ * started (its communicator's collective generation moved): one that
  * completes at once still counts; else it is given up, its receive
  * buffer quarantined. */
-static int coll_failcheck(ftw_comm_t *c, const ftw_reqinfo_t *info,
-                          MPI_Request *req, MPI_Status *status)
+static int coll_cut_off(ftw_comm_t *c, const ftw_reqinfo_t *info,
+                        MPI_Request *req, MPI_Status *status)
 {
-    ftw_comm_refresh(c);
-    if (c->coll_gen == info->coll_gen)
-        return FTW_PENDING_CODE;
     if (ftw_req_test_briefly(req, status))
         return MPI_SUCCESS;
     ftw_grave_add_quarantined(*req, info->buf ? ftw_quarantine_add(
@@ -565,63 +562,77 @@ static int drain_cut(ftw_comm_t *c, const ftw_reqinfo_t *info,
     return FTW_ERR_DRAINED;
 }
 
-/* Interrupt mode: a blocking call returns when a process of its
- * communicator fails while it waits. */
-static int op_interrupted(ftw_comm_t *c, const ftw_reqinfo_t *info,
-                          MPI_Request *req, MPI_Status *status, int blocking)
+ftw_fate_t ftw_req_fate(ftw_comm_t *c, const ftw_reqinfo_t *info,
+                        unsigned ask, int *bad_p)
 {
-    if (!blocking || !c->interrupt || !ftw_comm_failed_since(c, info->epoch0))
-        return FTW_PENDING_CODE;
-    return op_cut(info, req, status, info->peer, FTW_ERR_INTERRUPTED);
+    int bad;
+
+    *bad_p = -1;
+    if (info->kind == FTW_OP_COLL) {
+        ftw_comm_refresh(c);
+        return c->coll_gen != info->coll_gen ? FTW_FATE_COLL_CUT
+                                             : FTW_FATE_LIVE;
+    }
+    if (ftw_unlikely(c->revoked))
+        return FTW_FATE_REVOKED;
+    if ((ask & FTW_ASK_DRAINED) && ftw_req_drained(c, info))
+        return FTW_FATE_DRAINED;
+    bad = op_failed_peer(c, info);
+    if (bad >= 0) {
+        *bad_p = bad;
+        return FTW_FATE_PEER_FAILED;
+    }
+    if (info->peer == MPI_ANY_SOURCE && (info->kind == FTW_OP_RECV ||
+                                         info->kind == FTW_OP_PROBE) &&
+        ftw_comm_any_disabled(c))
+        return FTW_FATE_ANY_DISABLED;
+    if ((ask & FTW_ASK_INTERRUPTED) && c->interrupt &&
+        ftw_comm_failed_since(c, info->epoch0))
+        return FTW_FATE_INTERRUPTED;
+    return FTW_FATE_LIVE;
 }
 
 int ftw_req_failcheck(const ftw_reqinfo_t *info, MPI_Request *req,
                       MPI_Status *status, int blocking)
 {
     ftw_comm_t *c = ftw_comm_get(info->comm);
+    int send = info->kind == FTW_OP_SEND || info->kind == FTW_OP_SSEND;
     int bad;
 
     if (c == NULL || *req == MPI_REQUEST_NULL)
         return FTW_PENDING_CODE;
-    if (info->kind == FTW_OP_COLL)
-        return coll_failcheck(c, info, req, status);
-    if (ftw_unlikely(c->revoked))
+    switch (ftw_req_fate(c, info, FTW_ASK_DRAINED |
+                         (blocking ? FTW_ASK_INTERRUPTED : 0), &bad)) {
+    case FTW_FATE_LIVE:
+        return FTW_PENDING_CODE;
+    case FTW_FATE_COLL_CUT:
+        return coll_cut_off(c, info, req, status);
+    case FTW_FATE_REVOKED:
         return op_cut(info, req, status, info->peer, MPIX_ERR_REVOKED);
-    if (ftw_req_drained(c, info))
+    case FTW_FATE_DRAINED:
         return drain_cut(c, info, req, status, blocking);
-    bad = op_failed_peer(c, info);
-    if (info->kind == FTW_OP_SEND || info->kind == FTW_OP_SSEND)
-        return bad >= 0 ? send_abandon(req, status, bad,
-                                       FTW_ERR_PROC_FAIL_STOP)
-                        : op_interrupted(c, info, req, status, blocking);
-    if (bad >= 0)
-        return op_cut(info, req, status, bad, FTW_ERR_PROC_FAIL_STOP);
-    if (info->peer != MPI_ANY_SOURCE || !ftw_comm_any_disabled(c))
-        return op_interrupted(c, info, req, status, blocking);
-    if (blocking)
-        return recv_cancel(info, req, status, MPI_ANY_SOURCE,
-                           FTW_ERR_PROC_FAIL_STOP);
-    ftw_stat_add(FTW_STAT_ANY_DISABLED, 1);
-    ftw_status_fail(status, FTW_ERR_ANY_SOURCE_DISABLED, MPI_ANY_SOURCE);
-    return FTW_ERR_ANY_SOURCE_DISABLED;
+    case FTW_FATE_PEER_FAILED:
+        return send ? send_abandon(req, status, bad, FTW_ERR_PROC_FAIL_STOP)
+                    : op_cut(info, req, status, bad, FTW_ERR_PROC_FAIL_STOP);
+    case FTW_FATE_ANY_DISABLED:
+        if (blocking)
+            return recv_cancel(info, req, status, MPI_ANY_SOURCE,
+                               FTW_ERR_PROC_FAIL_STOP);
+        ftw_stat_add(FTW_STAT_ANY_DISABLED, 1);
+        ftw_status_fail(status, FTW_ERR_ANY_SOURCE_DISABLED, MPI_ANY_SOURCE);
+        return FTW_ERR_ANY_SOURCE_DISABLED;
+    case FTW_FATE_INTERRUPTED:
+        return op_cut(info, req, status, info->peer, FTW_ERR_INTERRUPTED);
+    }
+    return FTW_PENDING_CODE;
 }
 
 int ftw_req_doomed(const ftw_reqinfo_t *info)
 {
     ftw_comm_t *c = ftw_comm_get(info->comm);
+    int bad;
 
-    if (c == NULL)
-        return 0;
-    if (info->kind == FTW_OP_COLL) {
-        ftw_comm_refresh(c);
-        return c->coll_gen != info->coll_gen;
-    }
-    if (c->revoked)
-        return 1;
-    if (op_failed_peer(c, info) >= 0)
-        return 1;
-    return info->kind == FTW_OP_RECV && info->peer == MPI_ANY_SOURCE &&
-           ftw_comm_any_disabled(c);
+    return c != NULL && ftw_req_fate(c, info, 0, &bad) != FTW_FATE_LIVE;
 }
 
 /* Was the completed receive cancelled by a drain? */

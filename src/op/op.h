@@ -123,6 +123,31 @@ int ftw_op_wait(ftw_op_t *op, int rc, MPI_Status *status);
 void *ftw_op_copy_span(ftw_op_t *op, const void *buf, MPI_Count count,
                        MPI_Datatype dt);
 
+/* The fate of a pending request: the one place that decides why it can
+ * no longer complete normally, in this order. */
+typedef enum ftw_fate {
+    FTW_FATE_LIVE,          /* nothing stops it */
+    FTW_FATE_COLL_CUT,      /* a collective whose communicator lost a
+                             * member since it started */
+    FTW_FATE_REVOKED,       /* its communicator was revoked */
+    FTW_FATE_DRAINED,       /* a drain cut its traffic (asked) */
+    FTW_FATE_PEER_FAILED,   /* its peer, or a send-receive's second peer,
+                             * failed (*bad_p: which) */
+    FTW_FATE_ANY_DISABLED,  /* a wildcard receive while an unacknowledged
+                             * failure disables wildcards */
+    FTW_FATE_INTERRUPTED,   /* interrupt mode: a member failed since it
+                             * started (asked: blocking calls only) */
+} ftw_fate_t;
+
+#define FTW_ASK_DRAINED     1u
+#define FTW_ASK_INTERRUPTED 2u
+
+/* Decide info's fate on c.  ask: which of the conditions that depend on
+ * the question apply (a drain or an interruption ends a wait, but does
+ * not doom a request). */
+ftw_fate_t ftw_req_fate(ftw_comm_t *c, const ftw_reqinfo_t *info,
+                        unsigned ask, int *bad_p);
+
 /* Check a pending request against the failures: returns FTW_PENDING_CODE
  * if it may still complete, else the MPI error code it completed with
  * (MPI_SUCCESS if it finished after all).  blocking: a wildcard receive

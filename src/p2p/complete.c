@@ -674,22 +674,22 @@ int ftw_testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
 
 /* ---- start and free ------------------------------------------------------- */
 
-/* A persistent send to a failed process is refused before it starts. */
+/* A persistent request a drain cut, or a persistent send to a failed
+ * process, is refused before it starts. */
 static int start_refused(MPI_Request req, const char *name)
 {
     ftw_reqinfo_t info;
+    ftw_comm_t *c;
+    int bad;
 
     if ((!failures_known() && atomic_load(&ftw_drain_seq) == 0) ||
-        !ftw_req_lookup(req, &info))
+        !ftw_req_lookup(req, &info) ||
+        (c = ftw_comm_get(info.comm)) == NULL)
         return MPI_SUCCESS;
-    {
-        ftw_comm_t *c = ftw_comm_get(info.comm);
-
-        if (c != NULL && ftw_req_drained(c, &info))
-            return ftw_raise(info.comm, FTW_ERR_DRAINED, name, info.peer);
-    }
+    if (ftw_req_drained(c, &info))
+        return ftw_raise(info.comm, FTW_ERR_DRAINED, name, info.peer);
     if ((info.kind == FTW_OP_SEND || info.kind == FTW_OP_SSEND) &&
-        ftw_req_doomed(&info))
+        ftw_req_fate(c, &info, 0, &bad) != FTW_FATE_LIVE)
         return ftw_raise(info.comm, FTW_ERR_PROC_FAIL_STOP, name, info.peer);
     return MPI_SUCCESS;
 }
