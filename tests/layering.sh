@@ -1,8 +1,9 @@
 #!/bin/sh
 # ftw-test: mode=script
 # The library's folders are layers (Makefile's LIB_DIRS, lowest first):
-# no object calls a folder above its own, and every folder of src/ but
-# tools is built.  Run from the top of the tree with MPIS and LIB_DIRS.
+# no object calls a folder above its own, no source includes a header of
+# one above, and every folder of src/ but tools is built.  Run from the
+# top of the tree with MPIS and LIB_DIRS.
 mpis=${MPIS:-openmpi mpich}
 dirs=${LIB_DIRS:?LIB_DIRS: the Makefile passes the folders in layer order}
 n=0

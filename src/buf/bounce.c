@@ -8,6 +8,7 @@
 #include "ftwrap.h"
 #include "buf/quarantine.h"
 #include "core/request.h"
+#include "core/types.h"
 #include "util/log.h"
 #include "util/stats.h"
 
@@ -35,7 +36,7 @@ int ftw_bounce_new(void *buf, MPI_Count count, MPI_Datatype dt,
     ftw_bounce_t *b;
 
     if (ftw_buffer_span(buf, count, dt, &lo, &hi) != MPI_SUCCESS ||
-        PMPI_Type_size_x(dt, &size) != MPI_SUCCESS)
+        ftw_type_size(dt, &size) != MPI_SUCCESS)
         return MPI_ERR_TYPE;
     /* The span holds only data: a plain copy; else pack and unpack. */
     packed = size * count != hi - lo;
@@ -86,7 +87,7 @@ static void bounce_copy(const ftw_bounce_t *b, MPI_Count bytes)
         memcpy(b->lo, b->data, (size_t)bytes);
         return;
     }
-    if (PMPI_Type_size_x(b->udt, &size) != MPI_SUCCESS || size == 0)
+    if (ftw_type_size(b->udt, &size) != MPI_SUCCESS || size == 0)
         return;
     /* Whole elements only: a partial one means mismatched types. */
     PMPI_Unpack(b->data, (int)bytes, &pos, b->ubuf, (int)(bytes / size),

@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/types.h"
 #include "ftwrap.h"
 #include "buf/cut.h"
 #include "core/ft.h"
-#include "op/op.h"
+#include "core/progress.h"
+#include "core/request.h"
 #include "util/log.h"
 #include "util/stats.h"
 
@@ -28,17 +30,10 @@ static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
 int ftw_buffer_span(const void *buf, MPI_Count count, MPI_Datatype dt,
                     const char **lo_p, const char **hi_p)
 {
-    MPI_Count lb, extent, tlb, textent, lo, hi;
+    MPI_Count lo, hi;
 
-    if (count <= 0) {
-        *lo_p = *hi_p = buf;
-        return MPI_SUCCESS;
-    }
-    if (PMPI_Type_get_extent_x(dt, &lb, &extent) != MPI_SUCCESS ||
-        PMPI_Type_get_true_extent_x(dt, &tlb, &textent) != MPI_SUCCESS)
+    if (ftw_type_span(dt, count, &lo, &hi) != MPI_SUCCESS)
         return MPI_ERR_TYPE;
-    lo = tlb + (extent < 0 ? (count - 1) * extent : 0);
-    hi = tlb + textent + (extent > 0 ? (count - 1) * extent : 0);
     *lo_p = (const char *)buf + lo;
     *hi_p = (const char *)buf + hi;
     return MPI_SUCCESS;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "ftwrap.h"
+#include "core/types.h"
 #include "util/log.h"
 
 /* ---- owned memory ------------------------------------------------------ */
@@ -120,24 +121,17 @@ static void types_pick(const ftw_comm_t *c, const MPI_Datatype types[],
 
 /* ---- copies by datatype ------------------------------------------------ */
 
-/* The bytes n elements of dt starting at offset 0 touch: [*lo_p, *hi_p),
- * over true extents (an extent may be negative or smaller than the
- * data). */
+/* The bytes n elements of dt starting at offset 0 touch: [*lo_p, *hi_p)
+ * (ftw_type_span). */
 static int type_span(MPI_Datatype dt, MPI_Aint n, MPI_Aint *lo_p,
                      MPI_Aint *hi_p)
 {
-    MPI_Aint lb, extent, tlb, textent, last;
-    int rc;
+    MPI_Count lo, hi;
+    int rc = ftw_type_span(dt, n, &lo, &hi);
 
-    rc = PMPI_Type_get_extent(dt, &lb, &extent);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Type_get_true_extent(dt, &tlb, &textent);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    last = n > 0 ? (n - 1) * extent : 0;
-    *lo_p = tlb + (last < 0 ? last : 0);
-    *hi_p = n > 0 ? tlb + textent + (last > 0 ? last : 0) : *lo_p;
-    return MPI_SUCCESS;
+    *lo_p = (MPI_Aint)lo;
+    *hi_p = (MPI_Aint)hi;
+    return rc;
 }
 
 /* Copy n elements of dt src -> dst through a pack buffer of psize bytes:

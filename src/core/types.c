@@ -32,6 +32,24 @@ int ftw_type_size(MPI_Datatype dt, MPI_Count *size_p)
     return MPI_SUCCESS;
 }
 
+int ftw_type_span(MPI_Datatype dt, MPI_Count count, MPI_Count *lo_p,
+                  MPI_Count *hi_p)
+{
+    MPI_Count lb, extent, tlb, textent, last;
+
+    if (count <= 0) {
+        *lo_p = *hi_p = 0;
+        return MPI_SUCCESS;
+    }
+    if (PMPI_Type_get_extent_x(dt, &lb, &extent) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent_x(dt, &tlb, &textent) != MPI_SUCCESS)
+        return MPI_ERR_TYPE;
+    last = (count - 1) * extent;
+    *lo_p = tlb + (last < 0 ? last : 0);
+    *hi_p = tlb + textent + (last > 0 ? last : 0);
+    return MPI_SUCCESS;
+}
+
 int ftw_send_eager_slow(MPI_Count count, MPI_Datatype dt)
 {
     MPI_Count size;

@@ -20,6 +20,13 @@ int ftw_send_eager_slow(MPI_Count count, MPI_Datatype dt);
 /* The size of dt, through the per-thread cache of the last one asked. */
 int ftw_type_size(MPI_Datatype dt, MPI_Count *size_p);
 
+/* The bytes count elements of dt touch, as offsets from the buffer:
+ * [*lo_p, *hi_p), over true extents (an extent may be negative, or
+ * smaller than the data); both 0 for count <= 0.  MPI_ERR_TYPE for an
+ * invalid type. */
+int ftw_type_span(MPI_Datatype dt, MPI_Count count, MPI_Count *lo_p,
+                  MPI_Count *hi_p);
+
 /* Nonzero if count elements of dt fit FTW_EAGER_MAX (last type cached). */
 static inline int ftw_send_eager(MPI_Count count, MPI_Datatype dt)
 {

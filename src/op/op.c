@@ -331,7 +331,7 @@ static int recv_cancellable(const ftw_reqinfo_t *info, int source)
 
     if (source < 0 || info->buf == NULL)
         return 1;
-    if (PMPI_Type_size_x(info->dt, &size) != MPI_SUCCESS)
+    if (ftw_type_size(info->dt, &size) != MPI_SUCCESS)
         return 1;
     return info->count * size <= (MPI_Count)ftw_cfg.eager_max;
 #else
@@ -994,17 +994,14 @@ int ftw_op_wait(ftw_op_t *op, int rc, MPI_Status *status)
 void *ftw_op_copy_span(ftw_op_t *op, const void *buf, MPI_Count count,
                        MPI_Datatype dt)
 {
-    MPI_Count lb, extent, tlb, textent, lo, hi;
+    MPI_Count lo, hi;
 
     if (count <= 0)
         return (void *)buf;
-    if (PMPI_Type_get_extent_x(dt, &lb, &extent) != MPI_SUCCESS ||
-        PMPI_Type_get_true_extent_x(dt, &tlb, &textent) != MPI_SUCCESS) {
+    if (ftw_type_span(dt, count, &lo, &hi) != MPI_SUCCESS) {
         op->rc = MPI_ERR_TYPE;
         return NULL;
     }
-    lo = tlb + (extent < 0 ? (count - 1) * extent : 0);
-    hi = tlb + textent + (extent > 0 ? (count - 1) * extent : 0);
     op->tmp = malloc((size_t)(hi - lo) + 1);
     if (op->tmp == NULL) {
         ftw_error("%s: out of memory for %lld bytes", op->name,

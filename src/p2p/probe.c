@@ -9,7 +9,7 @@
 #include "core/comm.h"
 #include "op/op.h"
 #include "rndv/stash.h"
-#include "ulfm/ulfm.h"
+#include "core/revoke.h"
 #include "util/log.h"
 
 typedef struct {

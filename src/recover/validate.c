@@ -7,7 +7,6 @@
 
 #include "ftwrap.h"
 #include "recover/agree.h"
-#include "coll/coll.h"
 #include "core/comm.h"
 #include "core/ft.h"
 #include "op/op.h"
