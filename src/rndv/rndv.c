@@ -295,13 +295,8 @@ err_free_owned:
 
 void ftw_rndv_send_end(const void *owned)
 {
-    if (owned == NULL)
-        return;
-    if (atomic_load_explicit(&ftw_xport_shm_exposed,
-                             memory_order_relaxed) != 0)
-        ftw_xport_shm_ops.release(owned);
-    if (ftw_xport_verbs_held != 0)
-        ftw_xport_verbs_ops.release(owned);
+    if (owned != NULL)
+        ftw_xport_release(owned);
 }
 
 ftw_fin_code_t ftw_rndv_fin_code(const void *owned)
@@ -317,8 +312,8 @@ int ftw_rndv_is_rts(const void *hdr, MPI_Count nbytes)
     return nbytes == FTW_RTS_SIZE && memcmp(hdr, cookie, sizeof(cookie)) == 0;
 }
 
-/* Pull len bytes announced by rts into dst with transport x (cma, verbs),
- * a chunk at a time, checking the sender between chunks (the detector
+/* Pull len bytes announced by rts into dst with transport x, a chunk at
+ * a time, checking the sender between chunks (the detector
  * may know of its death before a read fails). */
 static ftw_status_t pull_chunked(const ftw_rts_t *rts,
                                  const ftw_xport_ops_t *x,
@@ -344,26 +339,29 @@ static ftw_status_t pull_chunked(const ftw_rts_t *rts,
 }
 
 /* Pull the message rts announces into dst; *xport_p: the transport that
- * moved it.  shm pulls the whole message in one pipeline (it checks the
- * sender and injects faults at the same chunk boundaries as cma); when
- * it cannot start (no segment, another thread pulling), cma does it.
- * verbs reads chunk by chunk with RDMA READ. */
+ * moved it.  A transport that pulls whole messages (shm's pipeline checks
+ * the sender and injects faults at the same chunk boundaries as the
+ * others) does it in one call; when it cannot start (shm: no segment,
+ * another thread pulling), its fallback does (cma).  The others read
+ * chunk by chunk (cma: process_vm_readv, verbs: RDMA READ). */
 static ftw_status_t rndv_pull(const ftw_rts_t *rts, char *dst, size_t len,
                               int *xport_p)
 {
     ftw_xport_src_t src = { .world = rts->world, .pid = rts->pid,
                             .key = rts->key };
-    ftw_status_t st = FTW_ST_UNSUPPORTED;
+    const ftw_xport_ops_t *x = ftw_xport_ops(rts->xport);
+    ftw_status_t st;
 
     *xport_p = rts->xport;
-    if (rts->xport == FTW_XPORT_ID_VERBS)
-        return pull_chunked(rts, &ftw_xport_verbs_ops, &src, dst, len);
-    if (rts->xport == FTW_XPORT_ID_SHM && len > 0)
-        st = ftw_xport_shm_ops.pull(&src, rts->addr, dst, len);
-    if (st != FTW_ST_UNSUPPORTED)
-        return st;
-    *xport_p = FTW_XPORT_ID_CMA;
-    return pull_chunked(rts, &ftw_xport_cma_ops, &src, dst, len);
+    if (x->pulls_whole) {
+        st = len > 0 ? x->pull(&src, rts->addr, dst, len)
+                     : FTW_ST_UNSUPPORTED;
+        if (st != FTW_ST_UNSUPPORTED)
+            return st;
+        *xport_p = x->fallback;
+        x = ftw_xport_ops(x->fallback);
+    }
+    return pull_chunked(rts, x, &src, dst, len);
 }
 
 /* Tell the sender how its message ended. */

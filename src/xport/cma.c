@@ -92,4 +92,5 @@ const ftw_xport_ops_t ftw_xport_cma_ops = {
     .pull = cma_pull,
     .expose = cma_expose,
     .release = ftw_xport_release_none,
+    .fallback = FTW_XPORT_ID_NATIVE,
 };

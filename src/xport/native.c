@@ -37,4 +37,5 @@ const ftw_xport_ops_t ftw_xport_native_ops = {
     .pull = native_pull,
     .expose = native_expose,
     .release = ftw_xport_release_none,
+    .fallback = FTW_XPORT_ID_NATIVE,
 };

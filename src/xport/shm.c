@@ -236,8 +236,7 @@ static ftw_status_t shm_expose(int peer, uint64_t addr, size_t len,
         s->capexpo = cap;
     }
     s->expo[s->nexpo++] = (shm_expo_t){ addr, len, owner };
-    atomic_fetch_add_explicit(&ftw_xport_shm_exposed, 1,
-                              memory_order_relaxed);
+    ftw_xport_exposed_add(&ftw_xport_shm_exposed, 1);
     *key_p = s->fd;
     st = FTW_OK;
 out:
@@ -258,8 +257,7 @@ static void shm_release(const void *owner)
             if (s->expo[j].owner != owner)
                 continue;
             s->expo[j] = s->expo[--s->nexpo];
-            atomic_fetch_sub_explicit(&ftw_xport_shm_exposed, 1,
-                                      memory_order_relaxed);
+            ftw_xport_exposed_add(&ftw_xport_shm_exposed, -1);
             goto out;
         }
     }
@@ -314,8 +312,7 @@ static void seg_drop_out(int i)
 {
     shm_seg_t *s = out_seg[out_list[i]];
 
-    atomic_fetch_sub_explicit(&ftw_xport_shm_exposed, s->nexpo,
-                              memory_order_relaxed);
+    ftw_xport_exposed_add(&ftw_xport_shm_exposed, -s->nexpo);
     out_seg[out_list[i]] = NULL;
     out_list[i] = out_list[--out_n];
     munmap(s->hdr, s->maplen);
@@ -664,4 +661,8 @@ const ftw_xport_ops_t ftw_xport_shm_ops = {
     .pull = shm_pull,
     .expose = shm_expose,
     .release = shm_release,
+    .progress = ftw_xport_shm_serve,
+    .exposed = &ftw_xport_shm_exposed,
+    .pulls_whole = 1,
+    .fallback = FTW_XPORT_ID_CMA,
 };

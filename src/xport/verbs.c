@@ -417,7 +417,7 @@ typedef struct {
 
 static held_t *held;
 static int held_cap;
-int ftw_xport_verbs_held;
+_Atomic int ftw_xport_verbs_held;
 
 static int held_add(const void *owner, struct ibv_mr *mr)
 {
@@ -430,7 +430,8 @@ static int held_add(const void *owner, struct ibv_mr *mr)
         held = h;
         held_cap = cap;
     }
-    held[ftw_xport_verbs_held++] = (held_t){ .owner = owner, .mr = mr };
+    held[ftw_xport_verbs_held] = (held_t){ .owner = owner, .mr = mr };
+    ftw_xport_exposed_add(&ftw_xport_verbs_held, 1);
     return 0;
 }
 
@@ -462,7 +463,8 @@ static void verbs_release(const void *owner)
     for (int i = 0; i < ftw_xport_verbs_held; i++)
         if (held[i].owner == owner) {
             ftw_verbs_mr_put(held[i].mr);
-            held[i] = held[--ftw_xport_verbs_held];
+            held[i] = held[ftw_xport_verbs_held - 1];
+            ftw_xport_exposed_add(&ftw_xport_verbs_held, -1);
             break;
         }
     pthread_mutex_unlock(&vb.lock);
@@ -480,4 +482,6 @@ const ftw_xport_ops_t ftw_xport_verbs_ops = {
     .pull = verbs_pull,
     .expose = verbs_expose,
     .release = verbs_release,
+    .exposed = &ftw_xport_verbs_held,
+    .fallback = FTW_XPORT_ID_NATIVE,
 };

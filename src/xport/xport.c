@@ -35,6 +35,34 @@ static const ftw_xport_ops_t *const xport_table[FTW_XPORT_ID_COUNT] = {
  * needs nothing from the sender, is kept. */
 #define SHM_AUTO_MIN ((uint64_t)256 << 10)
 
+_Atomic int ftw_xport_exposing;
+
+static int xport_exposed(const ftw_xport_ops_t *x)
+{
+    return x->exposed != NULL &&
+           atomic_load_explicit(x->exposed, memory_order_relaxed) != 0;
+}
+
+void ftw_xport_progress_slow(void)
+{
+    for (int id = 0; id < FTW_XPORT_ID_COUNT; id++) {
+        const ftw_xport_ops_t *x = xport_table[id];
+
+        if (x->progress != NULL && xport_exposed(x))
+            x->progress();
+    }
+}
+
+void ftw_xport_release(const void *owner)
+{
+    for (int id = 0; id < FTW_XPORT_ID_COUNT; id++) {
+        const ftw_xport_ops_t *x = xport_table[id];
+
+        if (xport_exposed(x))
+            x->release(owner);
+    }
+}
+
 void ftw_xport_release_none(const void *owner)
 {
     (void)owner;

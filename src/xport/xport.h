@@ -61,6 +61,23 @@ typedef struct ftw_xport_ops {
     /* Sender: the ranges exposed with owner are no longer readable (the
      * send ended, whatever way); a no-op for an unknown owner. */
     void (*release)(const void *owner);
+
+    /* Sender: what every wait loop does for receivers (shm serves its
+     * pipeline); NULL if the transport needs nothing of the sender. */
+    void (*progress)(void);
+
+    /* Nonzero while the transport holds ranges exposed: progress and
+     * release run only then.  NULL: it exposes nothing to release. */
+    const _Atomic int *exposed;
+
+    /* Receiver: pull moves a whole message in one call and checks the
+     * sender itself (shm's pipeline); else the rendezvous pulls chunk by
+     * chunk and checks the sender between chunks. */
+    int pulls_whole;
+
+    /* The transport that pulls instead when pull answers
+     * FTW_ST_UNSUPPORTED (nothing read). */
+    int fallback;
 } ftw_xport_ops_t;
 
 /* release for a transport that exposes nothing to release. */
@@ -78,20 +95,38 @@ extern _Atomic int ftw_xport_shm_exposed;
 void ftw_xport_shm_serve(void);
 void ftw_xport_shm_fini(void);
 
-/* Progress of the transports, from every wait loop: shm serves its
- * receivers while it exposes anything.  One relaxed load otherwise. */
+/* Ranges all transports expose now: the sum of their exposed words. */
+extern _Atomic int ftw_xport_exposing;
+
+/* A transport exposes delta more ranges (less, if negative): its own
+ * word and the sum. */
+static inline void ftw_xport_exposed_add(_Atomic int *own, int delta)
+{
+    atomic_fetch_add_explicit(own, delta, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ftw_xport_exposing, delta,
+                              memory_order_relaxed);
+}
+
+void ftw_xport_progress_slow(void);
+
+/* Progress of the transports, from every wait loop: each transport's
+ * progress op while it exposes anything.  One relaxed load otherwise. */
 static inline void ftw_xport_progress(void)
 {
-    if (__builtin_expect(atomic_load_explicit(&ftw_xport_shm_exposed,
+    if (__builtin_expect(atomic_load_explicit(&ftw_xport_exposing,
                                               memory_order_relaxed) != 0, 0))
-        ftw_xport_shm_serve();
+        ftw_xport_progress_slow();
 }
+
+/* A send ended, whatever way: every transport that exposes anything
+ * releases what it exposed for owner. */
+void ftw_xport_release(const void *owner);
 
 extern const ftw_xport_ops_t ftw_xport_verbs_ops;
 
 /* Registrations verbs holds for sends in flight (pin fallback): while
  * nonzero, a send's end is told to verbs as well. */
-extern int ftw_xport_verbs_held;
+extern _Atomic int ftw_xport_verbs_held;
 
 /* The verbs transport's device, QPs and memory (xport/verbs.c).  Init is
  * collective over MPI_COMM_WORLD: every process calls it or none.  A
