@@ -698,7 +698,8 @@ def xlate(names, comm, peer=None, peer2=None, rbuf=None):
 
 
 # Sends that may go through ftwrap's rendezvous (buffered sends complete
-# locally and persistent ones restart natively: those stay the MPI's).
+# locally and persistent ones restart natively: those stay the MPI's; a
+# send-receive's send half goes through it too, stash_divert).
 RNDV_SENDS = {"Send", "Ssend", "Rsend", "Isend", "Issend", "Irsend"}
 
 
@@ -835,13 +836,15 @@ def body_recv(f):
                                    rbuf=(n[0], n[1], n[2]))[len(head):]
 
 
-def stash_divert(f, fn, names):
-    """While probes hold messages in the stash (rendezvous on), a
-    send-receive goes through ftwrap's own receive, which looks there."""
+def stash_divert(f, fn, names, scount, sdt):
+    """While the rendezvous is on, a send-receive whose send is large
+    enough for it, or that may match a message probes hold in the stash,
+    runs as ftwrap's own receive and send (fn)."""
     if base_and_suffix(f)[1]:
         return ""
-    return ("    if (ftw_unlikely(ftw_rndv_min != 0) && ftw_rndv_stashed())\n"
-            "        return %s(%s);\n" % (fn, ", ".join(names)))
+    return ("    if (ftw_unlikely(ftw_rndv_min != 0) &&\n"
+            "        (ftw_rndv_stashed() || ftw_send_rndv(%s, %s)))\n"
+            "        return %s(%s);\n" % (scount, sdt, fn, ", ".join(names)))
 
 
 def body_sendrecv(f):
@@ -850,7 +853,7 @@ def body_sendrecv(f):
     if base == "Sendrecv":
         n = shape(f, P2P[:5] + P2P[:5] + [COMM, ST])
         return ("    ftw_op_t op;\n    int rc;\n\n"
-                + stash_divert(f, "ftw_rndv_sendrecv", n) +
+                + stash_divert(f, "ftw_rndv_sendrecv", n, n[1], n[2]) +
                 op_begin(f, n[10], n[8], "FTW_OP_RECV") +
                 set_buf(n[5], n[6], n[7]) + BOUNCE_ON +
                 "    ftw_op_set_peer2(&op, %s);\n" % n[3] + refused(n[11]) +
@@ -864,7 +867,8 @@ def body_sendrecv(f):
         n = shape(f, [None, None, DT, "int", "int", "int", "int", COMM, ST])
         buf, cnt, dt = n[0], n[1], n[2]
         return ("    ftw_op_t op;\n    const void *copy;\n    int rc;\n\n"
-                + stash_divert(f, "ftw_rndv_sendrecv_replace", n) +
+                + stash_divert(f, "ftw_rndv_sendrecv_replace", n, n[1],
+                               n[2]) +
                 op_begin(f, n[7], n[5], "FTW_OP_RECV") +
                 set_buf(n[0], n[1], n[2]) +
                 "    ftw_op_set_peer2(&op, %s);\n" % n[3] + refused(n[8]) +
