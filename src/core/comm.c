@@ -15,7 +15,7 @@
 
 static ftw_comm_t *comm_table;
 static ftw_comm_t *id_table;        /* the records with an id, by id */
-int ftw_p2p_moved;
+_Atomic int ftw_p2p_moved;
 _Atomic uint32_t ftw_drain_seq;
 static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -109,7 +109,7 @@ static void comm_free_record(ftw_comm_t *c)
     free(c->surv);
     free(c->surv_of);
     free(c->local_out);
-    free(c->peer_drain_seq);
+    free((void *)c->peer_drain_seq);
     ftw_drain_sink_forget(c);
     for (ftw_p2p_view_t *v = ftw_comm_p2p(c), *prev; v != NULL; v = prev) {
         prev = v->prev;

@@ -23,7 +23,7 @@
 #include "util/log.h"
 #include "util/stats.h"
 
-int ftw_req_count;
+_Atomic int ftw_req_count;
 int ftw_threaded;       /* MPI_THREAD_MULTIPLE: the table needs its lock */
 
 /*
@@ -172,7 +172,7 @@ static void req_retire_locked(MPI_Request req)
         return;
     e = req_slots[at].e;
     req_slot_clear((size_t)at);
-    ftw_req_count--;
+    ftw_gate_add(ftw_req_count, -1);
     e->next = req_retired;
     req_retired = e;
 }
@@ -393,7 +393,7 @@ static void req_entry_insert(ftw_req_t *e)
             break;
         }
     }
-    ftw_req_count++;
+    ftw_gate_add(ftw_req_count, 1);
     req_table_unlock();
 }
 
@@ -442,7 +442,7 @@ static ftw_req_t *req_unlink_locked(long at)
     ftw_req_t *e = req_slots[at].e;
 
     req_slot_clear((size_t)at);
-    ftw_req_count--;
+    ftw_gate_add(ftw_req_count, -1);
     e->next = req_free_list;
     req_free_list = e;
     return e;
@@ -586,7 +586,8 @@ typedef struct {
 #define GRAVE_EXITED (-2)     /* grave_t.pidfd: the writer has exited */
 
 static grave_t *grave;
-static int grave_n, grave_cap;
+static _Atomic int grave_n;     /* a gate: read unlocked */
+static int grave_cap;
 
 /* Append an entry (the table locked); NULL if out of memory. */
 static grave_t *grave_add_locked(MPI_Request req, void *owned)
@@ -606,7 +607,8 @@ static grave_t *grave_add_locked(MPI_Request req, void *owned)
         grave = g;
         grave_cap = cap;
     }
-    g = &grave[grave_n++];
+    g = &grave[grave_n];
+    ftw_gate_add(grave_n, 1);
     g->req = req;
     g->qid = 0;
     g->pidfd = -1;
@@ -768,7 +770,8 @@ void ftw_grave_progress(void)
         if (flag) {
             released |= g->qid != 0;
             grave_close(g);
-            *g = grave[--grave_n];
+            ftw_gate_add(grave_n, -1);
+            *g = grave[grave_n];
         } else {
             g->wait = g->wait * 2 + 1 < GRAVE_MAX_WAIT ?
                       g->wait * 2 + 1 : GRAVE_MAX_WAIT;

@@ -443,7 +443,7 @@ int ftw_type_free(MPI_Datatype *dt)
     ftw_wrap_check();
     if (held_n == 0 && (dt == NULL || !type_uses(*dt)))
         return PMPI_Type_free(dt);
-    pthread_mutex_lock(&held_lock);
+    ftw_mt_lock(&held_lock);
     held_sweep(0);
     /* A predefined or invalid type goes to the MPI, which says why. */
     if (dt != NULL && type_uses(*dt) &&
@@ -453,7 +453,7 @@ int ftw_type_free(MPI_Datatype *dt)
         *dt = MPI_DATATYPE_NULL;
         done = 1;
     }
-    pthread_mutex_unlock(&held_lock);
+    ftw_mt_unlock(&held_lock);
     if (!done)
         rc = PMPI_Type_free(dt);
     return rc;
@@ -461,12 +461,12 @@ int ftw_type_free(MPI_Datatype *dt)
 
 void ftw_type_fini(void)
 {
-    pthread_mutex_lock(&held_lock);
+    ftw_mt_lock(&held_lock);
     held_sweep(1);
     free(held);
     held = NULL;
     held_cap = 0;
-    pthread_mutex_unlock(&held_lock);
+    ftw_mt_unlock(&held_lock);
 }
 
 int ftw_op_direct(ftw_op_t *op, MPI_Count count, MPI_Datatype dt)
@@ -948,7 +948,7 @@ static int req_cut(const ftw_reqinfo_t *info, MPI_Status *st)
     return FTW_ERR_PROC_FAIL_STOP;
 }
 
-int ftw_late_failed;
+_Atomic int ftw_late_failed;
 
 int ftw_req_completed(const ftw_reqinfo_t *info, MPI_Status *st)
 {

@@ -648,11 +648,12 @@ void ftw_agree_comm_freed(uint64_t id)
 
 void ftw_agree_failure_seen(void)
 {
-    if (all == NULL || ftw_mt_trylock(&agree_lock) != 0)
+    if (ftw_mt_trylock(&agree_lock) != 0)
         return;
     /* The kept ones send their decision to their new children and new
      * parents. */
-    pump_locked(1);
+    if (all != NULL)
+        pump_locked(1);
     ftw_mt_unlock(&agree_lock);
 }
 

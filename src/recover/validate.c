@@ -311,7 +311,7 @@ struct pending {
     MPI_Request greq;
 };
 
-int ftw_validates_pending;          /* entries in pending_list */
+_Atomic int ftw_validates_pending;          /* entries in pending_list */
 
 /* The request's status and error: what its finish returned.  The
  * record lives until the MPI frees the request (greq_free). */

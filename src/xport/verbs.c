@@ -417,7 +417,7 @@ typedef struct {
 
 static held_t *held;
 static int held_cap;
-int ftw_xport_verbs_held;
+_Atomic int ftw_xport_verbs_held;
 
 static int held_add(const void *owner, struct ibv_mr *mr)
 {
@@ -430,7 +430,8 @@ static int held_add(const void *owner, struct ibv_mr *mr)
         held = h;
         held_cap = cap;
     }
-    held[ftw_xport_verbs_held++] = (held_t){ .owner = owner, .mr = mr };
+    held[ftw_xport_verbs_held] = (held_t){ .owner = owner, .mr = mr };
+    ftw_xport_verbs_held++;
     return 0;
 }
 

@@ -91,7 +91,7 @@ extern const ftw_xport_ops_t ftw_xport_verbs_ops;
 
 /* Registrations verbs holds for sends in flight (pin fallback): while
  * nonzero, a send's end is told to verbs as well. */
-extern int ftw_xport_verbs_held;
+extern _Atomic int ftw_xport_verbs_held;
 
 /* The verbs transport's device, QPs and memory (xport/verbs.c).  Init is
  * collective over MPI_COMM_WORLD: every process calls it or none.  A
