@@ -490,8 +490,19 @@ static int world_index(const int *world, int n, int w)
 }
 
 /* Serialises refreshes (threads of one process may refresh one record at
- * once; only under MPI_THREAD_MULTIPLE). */
+ * once; only under MPI_THREAD_MULTIPLE), and a refresh with a validate's
+ * change of the survivors it reads. */
 static pthread_mutex_t refresh_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ftw_comm_survivors_lock(void)
+{
+    ftw_mt_lock(&refresh_lock);
+}
+
+void ftw_comm_survivors_unlock(void)
+{
+    ftw_mt_unlock(&refresh_lock);
+}
 
 void ftw_comm_refresh(ftw_comm_t *c)
 {

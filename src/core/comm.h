@@ -78,8 +78,8 @@ typedef struct ftw_comm {
                              * excluded; NULL while nothing was excluded */
     uint8_t *local_out;     /* [nlocal] an intercommunicator's local ranks
                              * a validate excluded; NULL if none */
-    int coll_active;        /* 0 after a failure until validate */
-    uint32_t coll_gen;      /* bumped when collectives are cut off */
+    _Atomic int coll_active;    /* 0 after a failure until validate */
+    _Atomic uint32_t coll_gen;  /* bumped when collectives are cut off */
     int nvalidated;         /* nfailed at the last validate */
     uint64_t agree_seq;     /* agreements run on ctl so far */
     int revoked;            /* MPIX_Comm_revoke reached this process
@@ -136,6 +136,11 @@ ftw_comm_t *ftw_comm_get(MPI_Comm comm);
 
 /* Bring nfailed up to the detector's current epoch. */
 void ftw_comm_refresh(ftw_comm_t *c);
+
+/* Around a change of a record's survivors (surv, surv_of, local_out),
+ * which ftw_comm_refresh reads from any thread. */
+void ftw_comm_survivors_lock(void);
+void ftw_comm_survivors_unlock(void);
 
 /* 1 if world rank w is a member of c (either group). */
 int ftw_comm_has_member(const ftw_comm_t *c, int w);
