@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "ftwrap.h"
+#define MAXCHK 64            /* verdicts kept (tap.h) */
 #include "tap.h"
 
 #define NP 4

@@ -40,14 +40,6 @@ static void handler_reset(void)
 }
 
 /* Class of an error code, or -1 when MPI_Error_class itself fails. */
-static int class_of(int code)
-{
-    int cls = -1;
-
-    if (MPI_Error_class(code, &cls) != MPI_SUCCESS)
-        return -1;
-    return cls;
-}
 
 /* 1 when MPI_Error_string succeeds on code with a non-empty string. */
 static int has_string(int code)

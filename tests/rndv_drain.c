@@ -27,14 +27,6 @@
 
 static int rank;
 
-static int class_of(int rc)
-{
-    int cls = rc;
-
-    MPI_Error_class(rc, &cls);
-    return cls;
-}
-
 int main(int argc, char **argv)
 {
     unsigned char *buf;

@@ -22,14 +22,6 @@
 #define BIG ((size_t)64 << 20)
 #define NEXT ((size_t)(4 << 20) + 5)
 
-static int class_of(int rc)
-{
-    int cls = -1;
-
-    MPI_Error_class(rc, &cls);
-    return cls;
-}
-
 int main(int argc, char **argv)
 {
     unsigned char *buf = malloc(BIG);

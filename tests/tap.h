@@ -148,6 +148,57 @@ static inline int tap_class(int rc)
     return cls;
 }
 
+/* The error class of code: MPI_SUCCESS for it, -1 if MPI_Error_class
+ * fails. */
+static inline int class_of(int code)
+{
+    int cls = -1;
+
+    if (code == MPI_SUCCESS)
+        return MPI_SUCCESS;
+    if (MPI_Error_class(code, &cls) != MPI_SUCCESS)
+        return -1;
+    return cls;
+}
+
+/* ---- verdicts kept for later ---------------------------------------------
+ * After a process failure collectives are off: a failure test keeps each
+ * process's verdicts (chk) in chks[] and sends them point-to-point to one
+ * survivor, which prints them as TAP.  A test may define MAXCHK (the most
+ * verdicts kept; default 160) before including this header; verdicts past
+ * it are not kept, but a failed one still counts in nchk_failed. */
+#ifndef MAXCHK
+#define MAXCHK 160
+#endif
+
+typedef struct {
+    int ok;
+    char what[124];
+} chk_t;
+
+static chk_t chks[MAXCHK] __attribute__((unused));
+static int nchk __attribute__((unused));
+static int nchk_failed __attribute__((unused));
+
+/* Keep the verdict cond, described by fmt; returns it (0 or 1). */
+static inline int chk(int cond, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!cond)
+        nchk_failed++;
+    if (nchk == MAXCHK)
+        return !!cond;
+    chks[nchk].ok = !!cond;
+    va_start(ap, fmt);
+    vsnprintf(chks[nchk].what, sizeof chks[nchk].what, fmt, ap);
+    va_end(ap);
+    if (!cond)
+        tap_diag("FAILED: %s", chks[nchk].what);
+    nchk++;
+    return !!cond;
+}
+
 /* Seconds on the monotonic clock. */
 static inline double tap_now(void)
 {

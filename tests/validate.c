@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "ftwrap.h"
+#define MAXCHK 64            /* verdicts kept (tap.h) */
 #include "tap.h"
 
 #define NP 4
@@ -46,46 +47,9 @@
 
 /* ---- checks, reported to the lowest survivor ----------------------------- */
 
-#define MAXCHK 64
 #define TAG_RESULT 90
 
-typedef struct {
-    int ok;
-    char what[124];
-} chk_t;
-
-static chk_t chks[MAXCHK];
-static int nchk, nchk_failed;
 static int rank;
-
-static int chk(int cond, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!cond)
-        nchk_failed++;
-    if (nchk == MAXCHK)
-        return !!cond;
-    chks[nchk].ok = !!cond;
-    va_start(ap, fmt);
-    vsnprintf(chks[nchk].what, sizeof chks[nchk].what, fmt, ap);
-    va_end(ap);
-    if (!cond)
-        tap_diag("FAILED: %s", chks[nchk].what);
-    nchk++;
-    return !!cond;
-}
-
-static int class_of(int code)
-{
-    int cls = -1;
-
-    if (code == MPI_SUCCESS)
-        return MPI_SUCCESS;
-    if (MPI_Error_class(code, &cls) != MPI_SUCCESS)
-        return -1;
-    return cls;
-}
 
 static const char *class_name(int cls)
 {

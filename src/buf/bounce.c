@@ -24,7 +24,7 @@ struct ftw_bounce {
     _Alignas(16) char data[];
 };
 
-int ftw_bounce_used;
+_Atomic int ftw_bounce_used;
 static ftw_bounce_t *deferred;
 
 int ftw_bounce_new(void *buf, MPI_Count count, MPI_Datatype dt,

@@ -12,11 +12,12 @@
 #define FTW_FT_BOUNCE_H
 
 #include <mpi.h>
+#include <stdatomic.h>
 
 typedef struct ftw_bounce ftw_bounce_t;
 
 /* Nonzero once a bounce buffer was made: completions must be checked. */
-extern int ftw_bounce_used;
+extern _Atomic int ftw_bounce_used;
 
 /* A bounce buffer for count elements of dt at buf (free() it); an MPI
  * error class if it cannot be made (MPI_ERR_NO_MEM, MPI_ERR_COUNT). */

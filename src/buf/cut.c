@@ -11,6 +11,7 @@
 
 #include "detect/detect.h"
 #include "buf/quarantine.h"
+#include "core/lock.h"
 #include "util/compiler.h"
 #include "util/log.h"
 #include "util/stats.h"
@@ -24,8 +25,8 @@ typedef struct {
  * older events than this many count as "some member". */
 #define CUT_RECENT 64
 
-int ftw_cut_count;
-uint32_t ftw_cut_seq;
+_Atomic int ftw_cut_count;
+_Atomic uint32_t ftw_cut_seq;
 static cut_t *cuts;
 static int cap_cuts;
 static int recent[CUT_RECENT];
@@ -91,7 +92,8 @@ static void cut_add(const char *lo, const char *hi, int world)
         cuts = n;
         cap_cuts = cap;
     }
-    cuts[ftw_cut_count++] = (cut_t){ lo, hi, world };
+    cuts[ftw_cut_count] = (cut_t){ lo, hi, world };
+    ftw_gate_add(ftw_cut_count, 1);
 }
 
 /* The bytes of local from offset done to want were not copied. */
@@ -100,7 +102,7 @@ static void cut_record(const struct iovec *local, unsigned long nlocal,
 {
     size_t off = 0;
 
-    pthread_mutex_lock(&cut_lock);
+    ftw_mt_lock(&cut_lock);
     for (unsigned long i = 0; i < nlocal && off < want; i++) {
         const char *base = local[i].iov_base;
         size_t start = off, end = off + local[i].iov_len;
@@ -117,9 +119,9 @@ static void cut_record(const struct iovec *local, unsigned long nlocal,
     if (ftw_cut_seq == 0 ||
         recent[(ftw_cut_seq - 1) % CUT_RECENT] != world) {
         recent[ftw_cut_seq % CUT_RECENT] = world;
-        __atomic_store_n(&ftw_cut_seq, ftw_cut_seq + 1, __ATOMIC_RELEASE);
+        ftw_gate_add(ftw_cut_seq, 1);
     }
-    pthread_mutex_unlock(&cut_lock);
+    ftw_mt_unlock(&cut_lock);
 }
 
 /* A copy with pid came back short or with ESRCH (n, errno err): finish it
@@ -212,16 +214,17 @@ static int cut_drop(const char *lo, const char *hi)
 {
     int hit = 0;
 
-    pthread_mutex_lock(&cut_lock);
+    ftw_mt_lock(&cut_lock);
     for (int i = 0; i < ftw_cut_count;) {
         if (lo < cuts[i].hi && cuts[i].lo < hi) {
-            cuts[i] = cuts[--ftw_cut_count];
+            ftw_gate_add(ftw_cut_count, -1);
+            cuts[i] = cuts[ftw_cut_count];
             hit = 1;
         } else {
             i++;
         }
     }
-    pthread_mutex_unlock(&cut_lock);
+    ftw_mt_unlock(&cut_lock);
     return hit;
 }
 
@@ -243,7 +246,7 @@ void ftw_cut_forget(const char *lo, const char *hi)
 
 int ftw_cut_since(uint32_t seq0, const ftw_comm_t *c)
 {
-    uint32_t seq = __atomic_load_n(&ftw_cut_seq, __ATOMIC_ACQUIRE);
+    uint32_t seq = atomic_load_explicit(&ftw_cut_seq, memory_order_acquire);
     int hit = 0;
 
     if (seq == seq0)
@@ -251,10 +254,10 @@ int ftw_cut_since(uint32_t seq0, const ftw_comm_t *c)
     if (c == NULL || seq - seq0 > CUT_RECENT) {
         hit = 1;        /* too many to tell: some member, to be safe */
     } else {
-        pthread_mutex_lock(&cut_lock);
+        ftw_mt_lock(&cut_lock);
         for (uint32_t s = seq0; s != seq && !hit; s++)
             hit = ftw_comm_has_member(c, recent[s % CUT_RECENT]);
-        pthread_mutex_unlock(&cut_lock);
+        ftw_mt_unlock(&cut_lock);
     }
     if (hit)
         ftw_stat_add(FTW_STAT_CUT_FAILED, 1);

@@ -19,12 +19,14 @@
 #define FTW_FT_CUT_H
 
 #include <mpi.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "core/comm.h"
 
-extern int ftw_cut_count;       /* 0: every check is one branch */
-extern uint32_t ftw_cut_seq;    /* cuts recorded so far */
+/* Gates (core/lock.h), read without cut_lock. */
+extern _Atomic int ftw_cut_count;       /* 0: every check is one branch */
+extern _Atomic uint32_t ftw_cut_seq;    /* cuts recorded so far */
 
 /* 1 if the span count elements of dt at buf may touch overlaps a cut
  * range; the ranges it overlaps are forgotten (their transfer is over). */

@@ -21,7 +21,7 @@ typedef struct {
     const char *lo, *hi;
 } range_t;
 
-int ftw_quarantine_count;
+_Atomic int ftw_quarantine_count;
 static range_t *ranges;
 static int cap_ranges;
 static unsigned next_id = 1;
@@ -48,13 +48,13 @@ unsigned ftw_quarantine_add(const void *buf, MPI_Count count,
     if (buf == NULL || ftw_buffer_span(buf, count, dt, &lo, &hi) !=
                            MPI_SUCCESS || lo == hi)
         return 0;
-    pthread_mutex_lock(&q_lock);
+    ftw_mt_lock(&q_lock);
     if (ftw_quarantine_count == cap_ranges) {
         int cap = cap_ranges ? 2 * cap_ranges : 8;
         range_t *r = realloc(ranges, sizeof(*r) * (size_t)cap);
 
         if (r == NULL) {
-            pthread_mutex_unlock(&q_lock);
+            ftw_mt_unlock(&q_lock);
             ftw_error("out of memory: a buffer a failed transfer may still "
                       "write cannot be quarantined");
             return 0;
@@ -63,8 +63,9 @@ unsigned ftw_quarantine_add(const void *buf, MPI_Count count,
         cap_ranges = cap;
     }
     id = next_id++;
-    ranges[ftw_quarantine_count++] = (range_t){ id, lo, hi };
-    pthread_mutex_unlock(&q_lock);
+    ranges[ftw_quarantine_count] = (range_t){ id, lo, hi };
+    ftw_gate_add(ftw_quarantine_count, 1);
+    ftw_mt_unlock(&q_lock);
     ftw_stat_add(FTW_STAT_QUARANTINED, 1);
     ftw_info("receive buffer [%p, %p) quarantined", (const void *)lo,
              (const void *)hi);
@@ -75,7 +76,7 @@ void ftw_quarantine_release(unsigned id)
 {
     if (id == 0)
         return;
-    pthread_mutex_lock(&q_lock);
+    ftw_mt_lock(&q_lock);
     for (int i = 0; i < ftw_quarantine_count; i++) {
         if (ranges[i].id == id) {
             ftw_info("receive buffer [%p, %p) released",
@@ -83,12 +84,13 @@ void ftw_quarantine_release(unsigned id)
             /* Its receive was failed already: its cuts are accounted for. */
             if (ftw_cut_count)
                 ftw_cut_forget(ranges[i].lo, ranges[i].hi);
-            ranges[i] = ranges[--ftw_quarantine_count];
+            ftw_gate_add(ftw_quarantine_count, -1);
+            ranges[i] = ranges[ftw_quarantine_count];
             ftw_stat_add(FTW_STAT_RELEASED, 1);
             break;
         }
     }
-    pthread_mutex_unlock(&q_lock);
+    ftw_mt_unlock(&q_lock);
 }
 
 int ftw_quarantine_overlaps_before(const void *buf, size_t len,
@@ -97,10 +99,10 @@ int ftw_quarantine_overlaps_before(const void *buf, size_t len,
     const char *lo = buf, *hi = lo + len;
     int hit = 0;
 
-    pthread_mutex_lock(&q_lock);
+    ftw_mt_lock(&q_lock);
     for (int i = 0; i < ftw_quarantine_count && !hit; i++)
         hit = ranges[i].id < id && lo < ranges[i].hi && ranges[i].lo < hi;
-    pthread_mutex_unlock(&q_lock);
+    ftw_mt_unlock(&q_lock);
     return hit;
 }
 

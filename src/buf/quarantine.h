@@ -10,9 +10,11 @@
 #define FTW_FT_QUARANTINE_H
 
 #include <mpi.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
-extern int ftw_quarantine_count;    /* 0: every check is one branch */
+/* Entries; 0: every check is one branch (a gate, core/lock.h). */
+extern _Atomic int ftw_quarantine_count;
 
 /* Quarantine the span count elements of dt at buf may touch; returns an
  * id for ftw_quarantine_release (0 if nothing was recorded). */

@@ -15,7 +15,7 @@
 
 static ftw_comm_t *comm_table;
 static ftw_comm_t *id_table;        /* the records with an id, by id */
-int ftw_p2p_moved;
+_Atomic int ftw_p2p_moved;
 _Atomic uint32_t ftw_drain_seq;
 static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -116,7 +116,7 @@ static void comm_free_record(ftw_comm_t *c)
     free(c->surv);
     free(c->surv_of);
     free(c->local_out);
-    free(c->peer_drain_seq);
+    free((void *)c->peer_drain_seq);
     if (comm_ops != NULL)
         comm_ops->freed(c);
     for (ftw_p2p_view_t *v = ftw_comm_p2p(c), *prev; v != NULL; v = prev) {
@@ -499,8 +499,19 @@ static int world_index(const int *world, int n, int w)
 }
 
 /* Serialises refreshes (threads of one process may refresh one record at
- * once; only under MPI_THREAD_MULTIPLE). */
+ * once; only under MPI_THREAD_MULTIPLE), and a refresh with a validate's
+ * change of the survivors it reads. */
 static pthread_mutex_t refresh_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ftw_comm_survivors_lock(void)
+{
+    ftw_mt_lock(&refresh_lock);
+}
+
+void ftw_comm_survivors_unlock(void)
+{
+    ftw_mt_unlock(&refresh_lock);
+}
 
 void ftw_comm_refresh(ftw_comm_t *c)
 {

@@ -42,15 +42,18 @@ typedef struct ftw_comm {
     int nlocal;             /* an intercommunicator's local group */
     int *local_world;       /* [nlocal], NULL for intracommunicators */
     uint32_t epoch_seen;    /* failures accounted for in nfailed */
-    int nfailed;            /* members known failed (both groups) */
-    int nacked;             /* nfailed when wildcards were last re-enabled */
+    /* Read without a lock by any thread (ftw_comm_any_disabled), written
+     * under refresh_lock (nfailed) or by the acknowledging thread. */
+    _Atomic int nfailed;    /* members known failed (both groups) */
+    _Atomic int nacked;     /* nfailed when wildcards were last re-enabled */
 
     /* Point-to-point routing (drain.c).  A drain moves this process's
      * point-to-point traffic on the communicator to a fresh native one of
      * the survivors, so nothing sent before it can be matched after. */
     _Atomic(struct ftw_p2p_view *) p2pv; /* NULL: the user's own */
-    uint32_t drain_seq;     /* ftw_drain_seq of the last drain_all */
-    uint32_t *peer_drain_seq; /* [size] of the last drain_peer, or NULL */
+    _Atomic uint32_t drain_seq; /* ftw_drain_seq of the last drain_all */
+    /* [size] of the last drain_peer, or NULL (set once) */
+    _Atomic uint32_t *_Atomic peer_drain_seq;
     int interrupt;          /* FTW_Comm_set_interrupt */
 
     /* Identity (ctl.h): the same on every member, computed without
@@ -75,8 +78,8 @@ typedef struct ftw_comm {
                              * excluded; NULL while nothing was excluded */
     uint8_t *local_out;     /* [nlocal] an intercommunicator's local ranks
                              * a validate excluded; NULL if none */
-    int coll_active;        /* 0 after a failure until validate */
-    uint32_t coll_gen;      /* bumped when collectives are cut off */
+    _Atomic int coll_active;    /* 0 after a failure until validate */
+    _Atomic uint32_t coll_gen;  /* bumped when collectives are cut off */
     int nvalidated;         /* nfailed at the last validate */
     uint64_t agree_seq;     /* agreements run on ctl so far */
     int revoked;            /* MPIX_Comm_revoke reached this process
@@ -134,6 +137,11 @@ ftw_comm_t *ftw_comm_get(MPI_Comm comm);
 /* Bring nfailed up to the detector's current epoch. */
 void ftw_comm_refresh(ftw_comm_t *c);
 
+/* Around a change of a record's survivors (surv, surv_of, local_out),
+ * which ftw_comm_refresh reads from any thread. */
+void ftw_comm_survivors_lock(void);
+void ftw_comm_survivors_unlock(void);
+
 /* 1 if world rank w is a member of c (either group). */
 int ftw_comm_has_member(const ftw_comm_t *c, int w);
 
@@ -180,7 +188,7 @@ static inline int ftw_p2p_rank(const ftw_p2p_view_t *v, int size, int r)
 
 /* Communicators whose point-to-point traffic was moved (the wrappers
  * then route every call; 0 keeps the fast path). */
-extern int ftw_p2p_moved;
+extern _Atomic int ftw_p2p_moved;  /* a gate */
 
 /*
  * The drain sink: the native communicators a drain left behind keep

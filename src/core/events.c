@@ -16,8 +16,8 @@
 
 #define EVENT_HOOKS_MAX 8
 
-uint32_t ftw_seen_epoch;
-int ftw_running;
+_Atomic uint32_t ftw_seen_epoch;
+_Atomic int ftw_running;
 
 static ftw_failure_hook_t *failure_hooks[EVENT_HOOKS_MAX];
 static int nfailure_hooks;
@@ -44,12 +44,18 @@ void ftw_failure_catch_up(void)
 {
     uint32_t epoch = atomic_load_explicit(&ftw_fail_epoch,
                                           memory_order_acquire);
+    uint32_t seen = atomic_load_explicit(&ftw_seen_epoch,
+                                         memory_order_relaxed);
 
-    for (uint32_t i = ftw_seen_epoch; i < epoch; i++) {
+    /* The thread that moves ftw_seen_epoch logs the failures it passes
+     * (each once, whichever thread catches up first). */
+    while (seen < epoch &&
+           !atomic_compare_exchange_weak(&ftw_seen_epoch, &seen, epoch))
+        ;
+    for (uint32_t i = seen; i < epoch; i++) {
         ftw_info("learned that world rank %d failed", ftw_detect_failure(i));
         ftw_stat_add(FTW_STAT_FAILURES_SEEN, 1);
     }
-    ftw_seen_epoch = epoch;
     for (int i = 0; i < nfailure_hooks; i++)
         failure_hooks[i]();
 }

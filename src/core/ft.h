@@ -5,13 +5,14 @@
 #define FTW_FT_FT_H
 
 #include <mpi.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "detect/detect.h"
 #include "util/compiler.h"
 
 /* Epoch of the last failure the application side has handled. */
-extern uint32_t ftw_seen_epoch;
+extern _Atomic uint32_t ftw_seen_epoch;
 
 /* Catch up with failures the detector published since ftw_seen_epoch. */
 void ftw_failure_catch_up(void);
@@ -21,7 +22,8 @@ static inline void ftw_wrap_check(void)
 {
     if (ftw_unlikely(atomic_load_explicit(&ftw_fail_epoch,
                                           memory_order_relaxed) !=
-                     ftw_seen_epoch))
+                     atomic_load_explicit(&ftw_seen_epoch,
+                                          memory_order_relaxed)))
         ftw_failure_catch_up();
 }
 
@@ -32,7 +34,7 @@ int ftw_init_after(int rc);
 /* 1 between MPI_Init and MPI_Finalize (a program of MPI sessions alone
  * never starts ftwrap: it has no MPI_COMM_WORLD); the wrappers are the
  * MPI's own calls while it is 0. */
-extern int ftw_running;
+extern _Atomic int ftw_running;
 int ftw_initialized(void);
 
 /* MPI_Finalize, MPI_Finalized. */

@@ -20,7 +20,7 @@
 #include "util/log.h"
 #include "util/stats.h"
 
-int ftw_req_count;
+_Atomic int ftw_req_count;
 int ftw_threaded;       /* MPI_THREAD_MULTIPLE: the table needs its lock */
 
 static const ftw_req_ops_t *req_ops;
@@ -183,7 +183,7 @@ static void req_retire_locked(MPI_Request req)
         return;
     e = req_slots[at].e;
     req_slot_clear((size_t)at);
-    ftw_req_count--;
+    ftw_gate_add(ftw_req_count, -1);
     e->next = req_retired;
     req_retired = e;
 }
@@ -404,7 +404,7 @@ static void req_entry_insert(ftw_req_t *e)
             break;
         }
     }
-    ftw_req_count++;
+    ftw_gate_add(ftw_req_count, 1);
     req_table_unlock();
 }
 
@@ -453,7 +453,7 @@ static ftw_req_t *req_unlink_locked(long at)
     ftw_req_t *e = req_slots[at].e;
 
     req_slot_clear((size_t)at);
-    ftw_req_count--;
+    ftw_gate_add(ftw_req_count, -1);
     e->next = req_free_list;
     req_free_list = e;
     return e;
@@ -597,7 +597,8 @@ typedef struct {
 #define GRAVE_EXITED (-2)     /* grave_t.pidfd: the writer has exited */
 
 static grave_t *grave;
-static int grave_n, grave_cap;
+static _Atomic int grave_n;     /* a gate: read unlocked */
+static int grave_cap;
 
 /* Append an entry (the table locked); NULL if out of memory. */
 static grave_t *grave_add_locked(MPI_Request req, void *owned)
@@ -617,7 +618,8 @@ static grave_t *grave_add_locked(MPI_Request req, void *owned)
         grave = g;
         grave_cap = cap;
     }
-    g = &grave[grave_n++];
+    g = &grave[grave_n];
+    ftw_gate_add(grave_n, 1);
     g->req = req;
     g->qid = 0;
     g->pidfd = -1;
@@ -785,7 +787,8 @@ void ftw_grave_progress(void)
         if (flag) {
             released |= g->qid != 0;
             grave_close(g);
-            *g = grave[--grave_n];
+            ftw_gate_add(grave_n, -1);
+            *g = grave[grave_n];
         } else {
             g->wait = g->wait * 2 + 1 < GRAVE_MAX_WAIT ?
                       g->wait * 2 + 1 : GRAVE_MAX_WAIT;

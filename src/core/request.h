@@ -72,7 +72,7 @@ typedef struct ftw_req {
     struct ftw_req *next;   /* on the free list */
 } ftw_req_t;
 
-extern int ftw_req_count;   /* entries in the table; 0 skips lookups */
+extern _Atomic int ftw_req_count;   /* entries; 0 skips lookups (a gate) */
 
 /* Record req (after a successful native post). */
 void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info);

@@ -26,10 +26,10 @@
 #include "util/log.h"
 #include "util/stats.h"
 
-int ftw_revoke_listening;
-uint32_t ftw_revoke_gen;
-uint32_t ftw_bells_seen;
-int ftw_revoked_count;
+_Atomic int ftw_revoke_listening;
+_Atomic uint32_t ftw_revoke_gen;
+_Atomic uint32_t ftw_bells_seen;
+_Atomic int ftw_revoked_count;
 
 /* World rank of c's i-th member to notify, over both groups of an
  * intercommunicator (the remote group first, then the local one), or -1
@@ -172,7 +172,7 @@ static int revoke_look(void)
 void ftw_revoke_poll(void)
 {
     static FTW_TLS int busy;
-    static double unanswered_since;
+    static _Atomic double unanswered_since;     /* any thread polls */
 
     int done = 0;
     uint32_t bells;

@@ -26,16 +26,16 @@
  * revoked a communicator itself, or saw a failure (a revoker that died
  * may have left notices without bells).  Waiting loops then look for
  * notices now and then. */
-extern int ftw_revoke_listening;
+extern _Atomic int ftw_revoke_listening;
 
 /* Communicators known revoked in this process. */
-extern int ftw_revoked_count;
+extern _Atomic int ftw_revoked_count;
 
 /* Bumped whenever a communicator of this process becomes revoked. */
-extern uint32_t ftw_revoke_gen;
+extern _Atomic uint32_t ftw_revoke_gen;
 
 /* Bells handled so far (ftw_det_bells when last looked). */
-extern uint32_t ftw_bells_seen;
+extern _Atomic uint32_t ftw_bells_seen;
 
 /* Look for revoke notices on every control communicator, mark what they
  * name revoked and forward the first notice of each. */
@@ -46,7 +46,8 @@ static inline void ftw_revoke_check(void)
 {
     if (ftw_unlikely(atomic_load_explicit(&ftw_det_bells,
                                           memory_order_relaxed) !=
-                     ftw_bells_seen))
+                     atomic_load_explicit(&ftw_bells_seen,
+                                          memory_order_relaxed)))
         ftw_revoke_poll();
 }
 

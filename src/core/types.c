@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "core/ft.h"
+#include "core/lock.h"
 #include "core/request.h"
 #include "util/config.h"
 
@@ -114,7 +115,7 @@ int ftw_type_free(MPI_Datatype *dt)
     ftw_wrap_check();
     if (held_n == 0 && (dt == NULL || !type_uses(*dt)))
         return PMPI_Type_free(dt);
-    pthread_mutex_lock(&held_lock);
+    ftw_mt_lock(&held_lock);
     held_sweep(0);
     /* A predefined or invalid type goes to the MPI, which says why. */
     if (dt != NULL && type_uses(*dt) &&
@@ -124,7 +125,7 @@ int ftw_type_free(MPI_Datatype *dt)
         *dt = MPI_DATATYPE_NULL;
         done = 1;
     }
-    pthread_mutex_unlock(&held_lock);
+    ftw_mt_unlock(&held_lock);
     if (!done)
         rc = PMPI_Type_free(dt);
     return rc;
@@ -132,10 +133,10 @@ int ftw_type_free(MPI_Datatype *dt)
 
 void ftw_type_fini(void)
 {
-    pthread_mutex_lock(&held_lock);
+    ftw_mt_lock(&held_lock);
     held_sweep(1);
     free(held);
     held = NULL;
     held_cap = 0;
-    pthread_mutex_unlock(&held_lock);
+    ftw_mt_unlock(&held_lock);
 }

@@ -68,7 +68,8 @@ void ftw_det_declare(int rank, const char *why)
 {
     if (rank == ftw_det.rank || ftw_det.state[rank] != FTW_PEER_LIVE)
         return;
-    ftw_det.state[rank] = FTW_PEER_FAILED;
+    /* Other threads read it (robust.c's sentinel, the finalize). */
+    __atomic_store_n(&ftw_det.state[rank], FTW_PEER_FAILED, __ATOMIC_RELEASE);
     /* Only a pidfd or a robust futex, on this host, proves an exit. */
     ftw_det.suspect[rank] =
         ftw_det.mode == FTW_DETECT_HEARTBEAT ||
@@ -88,7 +89,8 @@ void ftw_det_depart(int rank)
     if (rank == ftw_det.rank || ftw_det.state[rank] != FTW_PEER_LIVE)
         return;
     ftw_debug("rank %d is finalizing; no longer watched", rank);
-    ftw_det.state[rank] = FTW_PEER_DEPARTED;
+    __atomic_store_n(&ftw_det.state[rank], FTW_PEER_DEPARTED,
+                     __ATOMIC_RELEASE);
     ftw_det_side_update();
     ftw_det_pidfd_drop(rank);
     if (ftw_det.use_hb)

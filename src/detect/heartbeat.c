@@ -113,7 +113,7 @@ void ftw_det_side_update(void)
 
     while (r < ftw_det.rank && ftw_det.state[r] != FTW_PEER_LIVE)
         r++;
-    ftw_det.side = r;
+    __atomic_store_n(&ftw_det.side, r, __ATOMIC_RELAXED); /* finalize reads */
 }
 
 /* One datagram; quiet: no warning when it cannot leave (a suspect's host
@@ -125,7 +125,8 @@ static int msg_send_to(int to, uint32_t type, int failed)
         .type = htonl(type),
         .sender = (int32_t)htonl((uint32_t)ftw_det.rank),
         .failed = (int32_t)htonl((uint32_t)failed),
-        .side = (int32_t)htonl((uint32_t)ftw_det.side),
+        .side = (int32_t)htonl((uint32_t)__atomic_load_n(&ftw_det.side,
+                                                         __ATOMIC_RELAXED)),
     };
 
     if (to == ftw_det.rank || ftw_det.dest[to].sin_port == 0)

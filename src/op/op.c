@@ -686,7 +686,7 @@ static int req_cut(const ftw_reqinfo_t *info, MPI_Status *st)
     return FTW_ERR_PROC_FAIL_STOP;
 }
 
-int ftw_late_failed;
+_Atomic int ftw_late_failed;
 
 int ftw_req_completed(const ftw_reqinfo_t *info, MPI_Status *st)
 {

@@ -162,7 +162,7 @@ int ftw_req_completed(const ftw_reqinfo_t *info, MPI_Status *st);
 
 /* Nonzero once a nonblocking send to a failed process was posted to end
  * in error (ftw_reqinfo_t.failed_at_start): completions must be checked. */
-extern int ftw_late_failed;
+extern _Atomic int ftw_late_failed;
 
 /* Nonzero if a drain cut the request's traffic since it was posted. */
 int ftw_req_drained(const ftw_comm_t *c, const ftw_reqinfo_t *info);

@@ -21,6 +21,7 @@ typedef struct {
 } msg_entry_t;
 
 static msg_entry_t *msg_table;
+static _Atomic int msg_n;           /* entries: a gate read unlocked */
 static pthread_mutex_t msg_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void ftw_msg_add(MPI_Message message, MPI_Comm comm, int source,
@@ -42,20 +43,21 @@ void ftw_msg_add(MPI_Message message, MPI_Comm comm, int source,
     e->replay[0] = replay != NULL;
     e->replay[1] = replay != NULL ? replay[1] : 0;
     e->replay[2] = replay != NULL ? replay[2] : 0;
-    pthread_mutex_lock(&msg_lock);
+    ftw_mt_lock(&msg_lock);
     HASH_ADD(hh, msg_table, key, sizeof(e->key), e);
-    pthread_mutex_unlock(&msg_lock);
+    ftw_gate_add(msg_n, 1);
+    ftw_mt_unlock(&msg_lock);
 }
 
 int ftw_msg_known(MPI_Message message)
 {
     msg_entry_t *e;
 
-    if (msg_table == NULL)
+    if (ftw_gate_get(msg_n) == 0)
         return 0;
-    pthread_mutex_lock(&msg_lock);
+    ftw_mt_lock(&msg_lock);
     HASH_FIND(hh, msg_table, &message, sizeof(message), e);
-    pthread_mutex_unlock(&msg_lock);
+    ftw_mt_unlock(&msg_lock);
     return e != NULL;
 }
 
@@ -64,13 +66,15 @@ void ftw_msg_take(MPI_Message message, MPI_Comm *comm_p, int *source_p,
 {
     msg_entry_t *e;
 
-    if (msg_table == NULL)
+    if (ftw_gate_get(msg_n) == 0)
         return;
-    pthread_mutex_lock(&msg_lock);
+    ftw_mt_lock(&msg_lock);
     HASH_FIND(hh, msg_table, &message, sizeof(message), e);
-    if (e != NULL)
+    if (e != NULL) {
         HASH_DEL(msg_table, e);
-    pthread_mutex_unlock(&msg_lock);
+        ftw_gate_add(msg_n, -1);
+    }
+    ftw_mt_unlock(&msg_lock);
     if (e == NULL)
         return;
     *comm_p = e->comm;

@@ -275,7 +275,9 @@ static void decide(ftw_agree_t *a, const uint8_t *v, uint64_t floor)
 {
     memcpy(a->decision, v, a->vlen);
     a->floor = floor;
-    a->decided = 1;
+    /* Its owner reads it without agree_lock (ftw_agree_test): the
+     * decision is written before. */
+    __atomic_store_n(&a->decided, 1, __ATOMIC_RELEASE);
     supersede_below(a, floor);
 }
 
@@ -587,7 +589,7 @@ int ftw_agree_test(ftw_agree_t *a)
 {
     int decided;
 
-    if (a->decided)
+    if (__atomic_load_n(&a->decided, __ATOMIC_ACQUIRE))
         return 1;
     /* Another thread moving the agreements on moves this one too. */
     if (ftw_mt_trylock(&agree_lock) != 0)
@@ -648,11 +650,12 @@ void ftw_agree_comm_freed(uint64_t id)
 
 void ftw_agree_failure_seen(void)
 {
-    if (all == NULL || ftw_mt_trylock(&agree_lock) != 0)
+    if (ftw_mt_trylock(&agree_lock) != 0)
         return;
     /* The kept ones send their decision to their new children and new
      * parents. */
-    pump_locked(1);
+    if (all != NULL)
+        pump_locked(1);
     ftw_mt_unlock(&agree_lock);
 }
 

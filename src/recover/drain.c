@@ -336,12 +336,19 @@ FTW_EXPORT int FTW_Comm_drain_peer(MPI_Comm comm, int peer)
     if (peer < 0 || peer >= c->size || peer == c->rank)
         return MPI_ERR_RANK;
     if (c->peer_drain_seq == NULL) {
-        c->peer_drain_seq = calloc((size_t)c->size, sizeof(uint32_t));
-        if (c->peer_drain_seq == NULL)
+        _Atomic uint32_t *seqs = calloc((size_t)c->size, sizeof(*seqs));
+        _Atomic uint32_t *none = NULL;
+
+        if (seqs == NULL)
             return MPI_ERR_NO_MEM;
-        /* Requests must record the drain sequence from now on: the fast
-         * path, which records none, is over. */
-        ftw_noisy++;
+        /* Another thread's drain_peer on c may have set it meanwhile. */
+        if (!atomic_compare_exchange_strong(&c->peer_drain_seq, &none,
+                                            seqs))
+            free((void *)seqs);
+        else
+            /* Requests must record the drain sequence from now on: the
+             * fast path, which records none, is over. */
+            ftw_noisy++;
     }
     c->peer_drain_seq[peer] = atomic_fetch_add(&ftw_drain_seq, 1) + 1;
     ftw_req_foreach(cancel_receives, &want);

@@ -18,6 +18,7 @@
 #include "recover/agree.h"
 #include "core/comm.h"
 #include "core/ft.h"
+#include "core/lock.h"
 #include "util/compiler.h"
 #include "util/log.h"
 #include "util/stats.h"
@@ -43,14 +44,17 @@ typedef struct {
     int nfailed;            /* the communicator's failures handled */
 } handler_t;
 
+/* fh_lock (core/lock.h) guards the tables and the mode; no handler runs
+ * under it.  Handlers run in one thread at a time (fh_running). */
 static eh_entry_t *eh_table;
 static pthread_mutex_t fh_lock = PTHREAD_MUTEX_INITIALIZER;
 static handler_t *handlers;         /* in registration order */
-static int nhandlers, cap_handlers;
+static _Atomic int nhandlers;       /* a gate, read unlocked */
+static int cap_handlers;
 static int fh_mode = FTW_FAILHANDLER_MODE_ALL;
 static int fh_mode_frozen;          /* a handler was registered */
-static uint32_t handled_epoch;
-static FTW_TLS int in_handler;
+static _Atomic uint32_t handled_epoch;
+static _Atomic int fh_running;      /* a thread is running the handlers */
 
 static void errhandler_note(MPI_Errhandler eh,
                             MPI_Comm_errhandler_function *fn,
@@ -65,14 +69,14 @@ static void errhandler_note(MPI_Errhandler eh,
     e->fn = fn;
     e->wfn = wfn;
     e->ffn = ffn;
-    pthread_mutex_lock(&fh_lock);
+    ftw_mt_lock(&fh_lock);
     HASH_FIND(hh, eh_table, &eh, sizeof(eh), old);
     if (old != NULL) {
         HASH_DEL(eh_table, old);
         free(old);
     }
     HASH_ADD(hh, eh_table, key, sizeof(e->key), e);
-    pthread_mutex_unlock(&fh_lock);
+    ftw_mt_unlock(&fh_lock);
 }
 
 void ftw_errhandler_note(MPI_Errhandler eh, MPI_Comm_errhandler_function *fn)
@@ -80,14 +84,18 @@ void ftw_errhandler_note(MPI_Errhandler eh, MPI_Comm_errhandler_function *fn)
     errhandler_note(eh, fn, NULL, NULL);
 }
 
-static eh_entry_t *eh_find(MPI_Errhandler eh)
+/* The functions of error handler eh into *out; 0 if ftwrap did not see
+ * it made. */
+static int eh_find(MPI_Errhandler eh, eh_entry_t *out)
 {
     eh_entry_t *e;
 
-    pthread_mutex_lock(&fh_lock);
+    ftw_mt_lock(&fh_lock);
     HASH_FIND(hh, eh_table, &eh, sizeof(eh), e);
-    pthread_mutex_unlock(&fh_lock);
-    return e;
+    if (e != NULL)
+        *out = *e;
+    ftw_mt_unlock(&fh_lock);
+    return e != NULL;
 }
 
 int ftw_win_create_errhandler(MPI_Win_errhandler_function *fn,
@@ -126,6 +134,7 @@ int ftw_comm_create_errhandler(MPI_Comm_errhandler_function *fn,
     return rc;
 }
 
+/* The handler of comm's index, or -1; under fh_lock. */
 static int handler_index(MPI_Comm comm)
 {
     for (int i = 0; i < nhandlers; i++)
@@ -134,39 +143,41 @@ static int handler_index(MPI_Comm comm)
     return -1;
 }
 
+/* Under fh_lock. */
 static void handler_remove(int i)
 {
     for (; i + 1 < nhandlers; i++)
         handlers[i] = handlers[i + 1];
-    nhandlers--;
+    ftw_gate_add(nhandlers, -1);
 }
 
 void ftw_failhandler_forget(MPI_Comm comm)
 {
-    int i = handler_index(comm);
+    int i;
 
+    if (ftw_gate_get(nhandlers) == 0)
+        return;
+    ftw_mt_lock(&fh_lock);
+    i = handler_index(comm);
     if (i >= 0)
         handler_remove(i);
+    ftw_mt_unlock(&fh_lock);
 }
 
-/* A handler for comm's failures, its function to be filled in by the
- * caller (the new last entry). */
-static int handler_add(MPI_Comm comm, MPI_Errhandler eh, ftw_comm_t *c)
+/* Append h, its failures counted from nfailed; under fh_lock. */
+static int handler_add(const handler_t *h)
 {
     if (nhandlers == cap_handlers) {
         int cap = cap_handlers ? 2 * cap_handlers : 8;
-        handler_t *h = realloc(handlers, sizeof(*h) * (size_t)cap);
+        handler_t *n = realloc(handlers, sizeof(*n) * (size_t)cap);
 
-        if (h == NULL)
+        if (n == NULL)
             return MPI_ERR_NO_MEM;
-        handlers = h;
+        handlers = n;
         cap_handlers = cap;
     }
-    ftw_comm_refresh(c);
-    handlers[nhandlers] = (handler_t){ .comm = comm, .win = MPI_WIN_NULL,
-                                       .file = MPI_FILE_NULL, .eh = eh,
-                                       .nfailed = c->nfailed };
-    nhandlers++;
+    handlers[nhandlers] = *h;
+    ftw_gate_add(nhandlers, 1);
     return MPI_SUCCESS;
 }
 
@@ -178,48 +189,56 @@ int ftw_obj_failhandler_set(const MPI_Win *win, const MPI_File *file,
         "MPI_File_create_errhandler",
     };
     int kind = win != NULL ? 1 : file != NULL ? 2 : 0, i, rc;
-    eh_entry_t *e = NULL;
+    eh_entry_t e = { 0 };
     ftw_comm_t *c = ftw_comm_get(members);
-    handler_t *h;
+    handler_t h;
 
     if (c == NULL)
         return kind == 1 ? MPI_ERR_WIN : kind == 2 ? MPI_ERR_FILE
                                                    : MPI_ERR_COMM;
-    if (errhandler != FTW_FAILHANDLER_NULL) {
-        e = eh_find(errhandler);
-        if (e == NULL || (kind == 0 && e->fn == NULL) ||
-            (kind == 1 && e->wfn == NULL) || (kind == 2 && e->ffn == NULL)) {
-            ftw_error("the error handler was not made by %s", maker[kind]);
-            return MPI_ERR_ARG;
-        }
+    if (errhandler != FTW_FAILHANDLER_NULL &&
+        (!eh_find(errhandler, &e) || (kind == 0 && e.fn == NULL) ||
+         (kind == 1 && e.wfn == NULL) || (kind == 2 && e.ffn == NULL))) {
+        ftw_error("the error handler was not made by %s", maker[kind]);
+        return MPI_ERR_ARG;
     }
+    ftw_comm_refresh(c);
+    h = (handler_t){ .comm = members, .win = MPI_WIN_NULL,
+                     .file = MPI_FILE_NULL, .eh = errhandler,
+                     .nfailed = c->nfailed };
+    if (kind == 1) {
+        h.win = *win;
+        h.wfn = e.wfn;
+    } else if (kind == 2) {
+        h.file = *file;
+        h.ffn = e.ffn;
+    } else if (errhandler != FTW_FAILHANDLER_NULL) {
+        h.fn = e.fn;
+    }
+    ftw_mt_lock(&fh_lock);
     i = handler_index(members);
     if (i >= 0)
         handler_remove(i);
-    if (e == NULL)
-        return MPI_SUCCESS;
-    fh_mode_frozen = 1;
-    rc = handler_add(members, errhandler, c);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    h = &handlers[nhandlers - 1];
-    if (kind == 1) {
-        h->win = *win;
-        h->wfn = e->wfn;
-    } else if (kind == 2) {
-        h->file = *file;
-        h->ffn = e->ffn;
-    } else {
-        h->fn = e->fn;
+    rc = MPI_SUCCESS;
+    if (errhandler != FTW_FAILHANDLER_NULL) {
+        fh_mode_frozen = 1;
+        rc = handler_add(&h);
     }
-    return MPI_SUCCESS;
+    ftw_mt_unlock(&fh_lock);
+    return rc;
 }
 
 MPI_Errhandler ftw_obj_failhandler_get(MPI_Comm members)
 {
-    int i = handler_index(members);
+    MPI_Errhandler eh = FTW_FAILHANDLER_NULL;
+    int i;
 
-    return i >= 0 ? handlers[i].eh : FTW_FAILHANDLER_NULL;
+    ftw_mt_lock(&fh_lock);
+    i = handler_index(members);
+    if (i >= 0)
+        eh = handlers[i].eh;
+    ftw_mt_unlock(&fh_lock);
+    return eh;
 }
 
 FTW_EXPORT int FTW_Comm_set_failhandler(MPI_Comm comm,
@@ -242,27 +261,42 @@ FTW_EXPORT int FTW_Comm_get_failhandler(MPI_Comm comm,
 
 FTW_EXPORT int FTW_Failhandler_set_mode(int mode)
 {
+    int rc = MPI_SUCCESS;
+
     if (mode != FTW_FAILHANDLER_MODE_ALL &&
         mode != FTW_FAILHANDLER_MODE_SUBSET)
         return MPI_ERR_ARG;
-    if (fh_mode_frozen && mode != fh_mode) {
+    ftw_mt_lock(&fh_lock);
+    if (fh_mode_frozen && mode != fh_mode)
+        rc = MPI_ERR_OTHER;
+    else
+        fh_mode = mode;
+    ftw_mt_unlock(&fh_lock);
+    if (rc != MPI_SUCCESS)
         ftw_error("the mode is set before the "
                   "first failure handler is registered");
-        return MPI_ERR_OTHER;
-    }
-    fh_mode = mode;
-    return MPI_SUCCESS;
+    return rc;
+}
+
+static int mode_get(void)
+{
+    int mode;
+
+    ftw_mt_lock(&fh_lock);
+    mode = fh_mode;
+    ftw_mt_unlock(&fh_lock);
+    return mode;
 }
 
 FTW_EXPORT int FTW_Failhandler_get_mode(int *mode)
 {
     if (mode == NULL)
         return MPI_ERR_ARG;
-    *mode = fh_mode;
+    *mode = mode_get();
     return MPI_SUCCESS;
 }
 
-/* Call handler h (i-th) with code. */
+/* Call handler h with code. */
 static void handler_invoke(handler_t h, int code)
 {
     ftw_stat_add(FTW_STAT_HANDLERS_RUN, 1);
@@ -274,50 +308,82 @@ static void handler_invoke(handler_t h, int code)
         h.fn(&h.comm, &code);
 }
 
-/* Call handler i if its communicator is concerned by the new failures.
- * SUBSET: once per failure among its members, each after the members'
- * agreement for that failure (numbered by the count of failures, so
- * every member runs the same ones however it learned of them). */
-static void handler_call(int i)
+/* Record that comm's handler has handled nfailed failures; 0 if it is
+ * no longer registered. */
+static int handler_handled(MPI_Comm comm, int nfailed)
 {
-    handler_t h = handlers[i];
+    int i;
+
+    ftw_mt_lock(&fh_lock);
+    i = handler_index(comm);
+    if (i >= 0)
+        handlers[i].nfailed = nfailed;
+    ftw_mt_unlock(&fh_lock);
+    return i >= 0;
+}
+
+/* Call handler h (a copy of a registered one) if its communicator is
+ * concerned by the new failures.  SUBSET: once per failure among its
+ * members, each after the members' agreement for that failure (numbered
+ * by the count of failures, so every member runs the same ones however
+ * it learned of them). */
+static void handler_call(handler_t h)
+{
     ftw_comm_t *c = ftw_comm_get(h.comm);
-    int code = FTW_ERR_PROC_FAIL_STOP;
+    int code = FTW_ERR_PROC_FAIL_STOP, n;
 
     if (c == NULL)
         return;
     ftw_comm_refresh(c);
-    if (fh_mode != FTW_FAILHANDLER_MODE_SUBSET) {
-        handlers[i].nfailed = c->nfailed;
-        handler_invoke(h, code);
+    n = c->nfailed;
+    if (mode_get() != FTW_FAILHANDLER_MODE_SUBSET) {
+        if (handler_handled(h.comm, n))
+            handler_invoke(h, code);
         return;
     }
-    for (int k = h.nfailed + 1; k <= c->nfailed; k++) {
+    for (int k = h.nfailed + 1; k <= n; k++) {
         int flag;
 
         /* The agreement only synchronises: its decision is not kept. */
-        if (ftw_agree_handler(c, k, &flag) != MPI_SUCCESS)
+        if (ftw_agree_handler(c, k, &flag) != MPI_SUCCESS ||
+            !handler_handled(h.comm, k))
             return;
-        handlers[i].nfailed = k;
-        handler_invoke(handlers[i], code);
+        h.nfailed = k;
+        handler_invoke(h, code);
     }
 }
 
+/* One pass over the handlers while failures keep coming; by one thread at
+ * a time, never nested (a handler's MPI calls, or another thread's, find
+ * fh_running set; the runner looks at the epoch again after it). */
 void ftw_failhandlers_run(void)
 {
-    if (nhandlers == 0 || in_handler)
-        return;
-    in_handler = 1;
-    for (;;) {
-        uint32_t e = atomic_load_explicit(&ftw_fail_epoch,
-                                          memory_order_acquire);
+    while (ftw_gate_get(nhandlers) != 0 &&
+           atomic_load_explicit(&ftw_fail_epoch, memory_order_acquire) !=
+           atomic_load(&handled_epoch)) {
+        if (atomic_exchange(&fh_running, 1))
+            return;
+        for (;;) {
+            uint32_t e = atomic_load_explicit(&ftw_fail_epoch,
+                                              memory_order_acquire);
 
-        if (e == handled_epoch)
-            break;
-        handled_epoch = e;
-        /* A handler may register or remove handlers: walk by index. */
-        for (int i = 0; i < nhandlers; i++)
-            handler_call(i);
+            if (e == atomic_load(&handled_epoch))
+                break;
+            atomic_store(&handled_epoch, e);
+            /* A handler may register or remove handlers: walk by index. */
+            for (int i = 0;; i++) {
+                handler_t h;
+
+                ftw_mt_lock(&fh_lock);
+                if (i >= nhandlers) {
+                    ftw_mt_unlock(&fh_lock);
+                    break;
+                }
+                h = handlers[i];
+                ftw_mt_unlock(&fh_lock);
+                handler_call(h);
+            }
+        }
+        atomic_store(&fh_running, 0);
     }
-    in_handler = 0;
 }

@@ -23,15 +23,23 @@ static pending_t *pending_list;     /* nonblocking validates, in order */
 static void survivors_set(ftw_comm_t *c, MPI_Comm coll, int nsurv, int *surv,
                           int *surv_of, uint8_t *local_out)
 {
+    int *old_surv, *old_surv_of;
+    uint8_t *old_local_out;
+
     PMPI_Comm_set_errhandler(coll, MPI_ERRORS_RETURN);
+    ftw_comm_survivors_lock();
     c->coll = coll;
     c->nsurv = nsurv;
-    free(c->surv);
-    free(c->surv_of);
-    free(c->local_out);
+    old_surv = c->surv;
+    old_surv_of = c->surv_of;
+    old_local_out = c->local_out;
     c->surv = surv;
     c->surv_of = surv_of;
     c->local_out = local_out;
+    ftw_comm_survivors_unlock();
+    free(old_surv);
+    free(old_surv_of);
+    free(old_local_out);
 }
 
 /* Collectives of c run on the processes not in failed[] from now on;

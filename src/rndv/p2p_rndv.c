@@ -63,7 +63,7 @@ static pthread_mutex_t spans_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void span_add(rstate_t *rs, const char *lo, const char *hi, int head)
 {
-    pthread_mutex_lock(&spans_lock);
+    ftw_mt_lock(&spans_lock);
     if (nspans == spans_cap && spans_cap < SPANS_MAX) {
         int cap = spans_cap ? 2 * spans_cap : 16;
         struct span *n = realloc(spans, sizeof(*n) * (size_t)cap);
@@ -79,7 +79,7 @@ static void span_add(rstate_t *rs, const char *lo, const char *hi, int head)
         rs->span_id = spans[nspans].id;
         __atomic_store_n(&nspans, nspans + 1, __ATOMIC_RELAXED);
     }
-    pthread_mutex_unlock(&spans_lock);
+    ftw_mt_unlock(&spans_lock);
 }
 
 static struct span *span_find_locked(uint64_t id)
@@ -96,13 +96,13 @@ static void span_drop(rstate_t *rs)
 
     if (rs == NULL || rs->span_id == 0)
         return;
-    pthread_mutex_lock(&spans_lock);
+    ftw_mt_lock(&spans_lock);
     if ((e = span_find_locked(rs->span_id)) != NULL) {
         *e = spans[nspans - 1];
         __atomic_store_n(&nspans, nspans - 1, __ATOMIC_RELAXED);
     }
     rs->span_id = 0;
-    pthread_mutex_unlock(&spans_lock);
+    ftw_mt_unlock(&spans_lock);
 }
 
 /* Does [lo, hi) overlap a listed range (heads_only: a listed head)? */
@@ -112,7 +112,7 @@ static int spans_overlap(const char *lo, const char *hi, int heads_only)
 
     if (__atomic_load_n(&nspans, __ATOMIC_RELAXED) == 0 || lo >= hi)
         return 0;
-    pthread_mutex_lock(&spans_lock);
+    ftw_mt_lock(&spans_lock);
     for (int i = 0; i < nspans && !found; i++) {
         const struct span *e = &spans[i];
 
@@ -121,7 +121,7 @@ static int spans_overlap(const char *lo, const char *hi, int heads_only)
         else
             found = e->lo < hi && lo < e->hi;
     }
-    pthread_mutex_unlock(&spans_lock);
+    ftw_mt_unlock(&spans_lock);
     return found;
 }
 
@@ -133,12 +133,12 @@ static int head_rescued(const rstate_t *rs, ftw_rts_t *hdr)
 
     if (rs == NULL || rs->span_id == 0)
         return 0;
-    pthread_mutex_lock(&spans_lock);
+    ftw_mt_lock(&spans_lock);
     if ((e = span_find_locked(rs->span_id)) != NULL && e->rescued) {
         memcpy(hdr, &e->hdr, sizeof(*hdr));
         found = 1;
     }
-    pthread_mutex_unlock(&spans_lock);
+    ftw_mt_unlock(&spans_lock);
     return found;
 }
 
@@ -172,7 +172,7 @@ static void heads_rescue(const ftw_reqinfo_t *info)
     if (__atomic_load_n(&nspans, __ATOMIC_RELAXED) == 0)
         return;
     write_span(info->buf, info->count, info->dt, &lo, &hi);
-    pthread_mutex_lock(&spans_lock);
+    ftw_mt_lock(&spans_lock);
     for (int i = 0; i < nspans; i++) {
         struct span *e = &spans[i];
 
@@ -182,7 +182,7 @@ static void heads_rescue(const ftw_reqinfo_t *info)
         memcpy(&e->hdr, e->lo, sizeof(e->hdr));
         e->rescued = 1;
     }
-    pthread_mutex_unlock(&spans_lock);
+    ftw_mt_unlock(&spans_lock);
 }
 
 /* World rank of rank peer of comm, or -1 (intercommunicators, wildcard

@@ -23,7 +23,7 @@ static uint64_t cookie[2];
 static MPI_Comm rndv_comm = MPI_COMM_NULL;  /* FIN messages, by world rank */
 static int self_world = -1;
 static int fin_tag_span = FIN_TAG_SPAN;
-static unsigned fin_seq;
+static unsigned fin_seq;            /* atomic: any thread sends */
 
 /* Small sends nobody waits for (RTS headers, FINs) and their buffers. */
 typedef struct {
@@ -187,7 +187,8 @@ ftw_status_t ftw_rndv_replay(void *buf, MPI_Count n, MPI_Comm *comm_p,
                              int *rank_p, int *tag_p)
 {
     static unsigned seq;
-    int tag = 1 + (int)(seq++ % (FIN_TAG_BASE - 1));  /* below the FINs' */
+    unsigned n_seq = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);
+    int tag = 1 + (int)(n_seq % (FIN_TAG_BASE - 1));  /* below the FINs' */
     MPI_Request req;
 
     if (n > INT32_MAX ||
@@ -260,7 +261,9 @@ ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
                         .size = (uint64_t)size, .addr = addr,
                         .pid = ftw_xport_self_pid(), .world = self_world,
                         .fin_tag = FIN_TAG_BASE +
-                                   (int)(fin_seq++ % (unsigned)fin_tag_span),
+                                   (int)(__atomic_fetch_add(&fin_seq, 1,
+                                                 __ATOMIC_RELAXED) %
+                                         (unsigned)fin_tag_span),
                         .xport = xport };
     if (ftw_xport_ops(xport)->expose(world, addr, (size_t)size, s.owned,
                                      &rts->key) != FTW_OK) {

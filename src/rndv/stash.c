@@ -11,7 +11,7 @@
 #include "util/log.h"
 #include "xport/xport.h"
 
-int ftw_stash_n;
+_Atomic int ftw_stash_n;
 static ftw_stash_t *head, **tail = &head;
 static pthread_mutex_t stash_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -39,7 +39,7 @@ static void unlink_at(ftw_stash_t **pp)
     *pp = e->next;
     if (tail == &e->next)
         tail = pp;
-    ftw_stash_n--;
+    ftw_gate_add(ftw_stash_n, -1);
 }
 
 static void describe(const ftw_stash_t *e, MPI_Status *st)
@@ -139,7 +139,7 @@ static int pull_in(ftw_op_t *op, const MPI_Status *st, ftw_stash_t **e_p)
             e->size = (MPI_Count)((const ftw_rts_t *)(void *)e->hdr)->size;
         *tail = e;
         tail = &e->next;
-        ftw_stash_n++;
+        ftw_gate_add(ftw_stash_n, 1);
         if (probed) {
             *e_p = e;
             return MPI_SUCCESS;
@@ -155,7 +155,7 @@ int ftw_stash_look(ftw_op_t *op, int tag, int *flag_p, MPI_Status *st,
     int rc = MPI_SUCCESS;
 
     *e_p = NULL;
-    pthread_mutex_lock(&stash_lock);
+    ftw_mt_lock(&stash_lock);
     pp = ftw_stash_n > 0 ? find(op->info.comm, op->npeer, tag) : NULL;
     if (pp != NULL) {
         e = *pp;
@@ -169,7 +169,7 @@ int ftw_stash_look(ftw_op_t *op, int tag, int *flag_p, MPI_Status *st,
     if (n == FTW_RTS_SIZE)
         rc = pull_in(op, st, &e);
 out:
-    pthread_mutex_unlock(&stash_lock);
+    ftw_mt_unlock(&stash_lock);
     if (e != NULL) {
         describe(e, st);
         *e_p = e;
@@ -181,13 +181,13 @@ ftw_stash_t *ftw_stash_take(const ftw_op_t *op, int tag)
 {
     ftw_stash_t **pp, *e = NULL;
 
-    pthread_mutex_lock(&stash_lock);
+    ftw_mt_lock(&stash_lock);
     pp = find(op->info.comm, op->npeer, tag);
     if (pp != NULL) {
         e = *pp;
         unlink_at(pp);
     }
-    pthread_mutex_unlock(&stash_lock);
+    ftw_mt_unlock(&stash_lock);
     return e;
 }
 
@@ -197,7 +197,7 @@ void ftw_stash_drop(MPI_Comm comm, int usrc, int tell)
 
     if (ftw_stash_n == 0)
         return;
-    pthread_mutex_lock(&stash_lock);
+    ftw_mt_lock(&stash_lock);
     while (*pp != NULL) {
         ftw_stash_t *e = *pp;
 
@@ -209,7 +209,7 @@ void ftw_stash_drop(MPI_Comm comm, int usrc, int tell)
         e->next = gone;
         gone = e;
     }
-    pthread_mutex_unlock(&stash_lock);
+    ftw_mt_unlock(&stash_lock);
     while (gone != NULL) {
         ftw_stash_t *e = gone;
 
@@ -223,13 +223,13 @@ void ftw_stash_drop(MPI_Comm comm, int usrc, int tell)
 
 void ftw_stash_remove(ftw_stash_t *e)
 {
-    pthread_mutex_lock(&stash_lock);
+    ftw_mt_lock(&stash_lock);
     for (ftw_stash_t **pp = &head; *pp != NULL; pp = &(*pp)->next)
         if (*pp == e) {
             unlink_at(pp);
             break;
         }
-    pthread_mutex_unlock(&stash_lock);
+    ftw_mt_unlock(&stash_lock);
 }
 
 int ftw_stash_replay(ftw_stash_t *e, MPI_Comm *comm_p, int *rank_p,

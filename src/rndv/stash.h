@@ -41,7 +41,7 @@ typedef struct ftw_stash {
     struct ftw_stash *next;
 } ftw_stash_t;
 
-extern int ftw_stash_n;     /* entries; 0 skips every look */
+extern _Atomic int ftw_stash_n; /* entries; 0 skips every look (a gate) */
 
 /* One nonblocking look for op's source and tag, stash first: an
  * RTS-sized message of the MPI is taken into the stash.  *flag_p: found;
