@@ -1,4 +1,5 @@
 /* MPI_Init and MPI_Finalize under ftwrap. */
+#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,34 @@
 #include "util/stats.h"
 
 static int world_rank = -1;
+
+#ifdef FTW_TSAN
+#include <dlfcn.h>
+#include <link.h>
+
+/* The ThreadSanitizer build (make tsan): scripts/tsan.supp ignores what
+ * the MPI's component libraries do by library (called_from_lib), and
+ * ThreadSanitizer stops when such a library is unloaded, which Open MPI
+ * (and PMIx) do to their components in MPI_Finalize.  The components
+ * loaded (mca_*.so, pmix_mca_*.so) stay to the end. */
+static int pin_component(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    if (info->dlpi_name != NULL && strstr(info->dlpi_name, "mca_") != NULL)
+        dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    return 0;
+}
+
+static void pin_components(void)
+{
+    dl_iterate_phdr(pin_component, NULL);
+}
+#else
+static void pin_components(void)
+{
+}
+#endif
 
 /* The classes ftwrap registers at MPI_Init, in this order, so that they
  * get the constant values ftwrap.h gives them.  On MPICH the failure
@@ -257,6 +286,7 @@ int ftw_init_after(int rc)
     if (ftw_cfg.print_config && world_rank == 0)
         ftw_config_print(stdout);
     ftw_running = 1;
+    pin_components();
     ftw_info("ftwrap %d.%d active", FTWRAP_VERSION_MAJOR,
              FTWRAP_VERSION_MINOR);
     return MPI_SUCCESS;
@@ -268,6 +298,7 @@ int ftw_finalize(void)
 
     if (!ftw_running)
         return PMPI_Finalize();
+    pin_components();
     if (ftw_cfg.stats)
         ftw_stats_print(stdout, world_rank);
     ftw_running = 0;
