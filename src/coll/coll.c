@@ -675,8 +675,10 @@ static int create_agree(ftw_comm_t *parent, int ok,
 
     if (track != NULL)
         track(arg);
-    if (posted)
-        ftw_agree_wait(a, NULL, &all_ok);     /* only the flag is needed */
+    /* Only the flag is needed; a member short of memory for the
+     * agreement fails it everywhere. */
+    if (posted && ftw_agree_wait(a, NULL, &all_ok) != MPI_SUCCESS)
+        all_ok = 0;
     return all_ok;
 }
 
@@ -746,18 +748,22 @@ int ftw_create_gate(ftw_coll_t *co, int refused)
 {
     ftw_comm_t *parent = create_parent(co);
     uint8_t small[64], *failed;
-    int flags = 0, bad = -1, blind;
+    int flags = 0, bad = -1, blind, rc;
 
     if (!create_agrees(parent))
         return refused;
     failed = parent->size < (int)sizeof(small) ?
-             small : malloc((size_t)parent->size + 1);
+             small : ftw_agree_malloc((size_t)parent->size + 1);
     blind = failed == NULL;
     /* Out of memory, this process still takes part (a member missing
-     * from the agreement would hold up the others), blind to who failed. */
-    if (ftw_agree(parent, NULL, refused == 0 ? GATE_OK | GATE_ARGS_OK :
-                  refused == FTW_GATE_BAD_ARGS ? 0 : GATE_ARGS_OK, failed,
-                  &flags) != MPI_SUCCESS)
+     * from the agreement would hold up the others): the shortage goes
+     * into its proposal, and every member fails the call with
+     * MPI_ERR_NO_MEM. */
+    rc = ftw_agree(parent, NULL, refused == 0 && !blind ?
+                   GATE_OK | GATE_ARGS_OK :
+                   refused == FTW_GATE_BAD_ARGS ? 0 : GATE_ARGS_OK, failed,
+                   &flags);
+    if (rc != MPI_SUCCESS)
         flags = GATE_ARGS_OK;
     for (int i = 0; failed != NULL && i < parent->size && bad < 0; i++)
         if (failed[i] & 1)
@@ -768,6 +774,10 @@ int ftw_create_gate(ftw_coll_t *co, int refused)
         return 1;
     if ((flags & GATE_OK) && bad < 0 && !blind)
         return 0;
+    if (rc == MPI_ERR_NO_MEM) {
+        co->rc = ftw_raise(co->comm, MPI_ERR_NO_MEM, co->name, -1);
+        return 1;
+    }
     if (!(flags & GATE_ARGS_OK)) {
         ftw_error("%s: the root's arguments are not valid", co->name);
         co->rc = ftw_raise(co->comm, MPI_ERR_SPAWN, co->name, -1);

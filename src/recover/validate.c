@@ -42,8 +42,8 @@ static void survivors_set(ftw_comm_t *c, MPI_Comm coll, int nsurv, int *surv,
 static int validate_apply(ftw_comm_t *c, const uint8_t *failed, int flag)
 {
     MPI_Comm coll;
-    int *surv = malloc(sizeof(int) * (size_t)c->size);
-    int *surv_of = malloc(sizeof(int) * (size_t)c->size);
+    int *surv = ftw_agree_malloc_after(sizeof(int) * (size_t)c->size);
+    int *surv_of = ftw_agree_malloc_after(sizeof(int) * (size_t)c->size);
     int nsurv = 0, rc;
 
     if (!surv || !surv_of) {
@@ -135,7 +135,7 @@ int ftw_agree_prepare_inter(MPI_Comm comm, ftw_comm_t **c_p,
     c = ftw_comm_get(comm);
     if (c == NULL || !inter_agrees(c))
         return ftw_agree_prepare(comm, c_p, failed_p);
-    *failed_p = malloc((size_t)ftw_agree_members(c) + 1);
+    *failed_p = ftw_agree_malloc((size_t)ftw_agree_members(c) + 1);
     if (*failed_p == NULL)
         return MPI_ERR_NO_MEM;
     ftw_comm_refresh(c);
@@ -157,7 +157,7 @@ int ftw_agree_prepare(MPI_Comm comm, ftw_comm_t **c_p, uint8_t **failed_p)
                   "ftwrap did not see made");
         return MPI_ERR_COMM;
     }
-    *failed_p = malloc((size_t)c->size + 1);
+    *failed_p = ftw_agree_malloc((size_t)c->size + 1);
     if (*failed_p == NULL)
         return MPI_ERR_NO_MEM;
     ftw_comm_refresh(c);
@@ -194,11 +194,11 @@ static void failed_world_group(const uint8_t *failed, const int *world,
 static int validate_inter(ftw_comm_t *c, MPI_Group *failed_group)
 {
     int n = ftw_agree_members(c), lo, flag, rc, nsurv = 0, rlo;
-    int *world = malloc(sizeof(int) * (size_t)(n + 1));
-    uint8_t *failed = malloc((size_t)n + 1);
-    int *surv = malloc(sizeof(int) * (size_t)(c->size + 1));
-    int *surv_of = malloc(sizeof(int) * (size_t)(c->size + 1));
-    uint8_t *local_out = malloc((size_t)c->nlocal + 1);
+    int *world = ftw_agree_malloc(sizeof(int) * (size_t)(n + 1));
+    uint8_t *failed = ftw_agree_malloc((size_t)n + 1);
+    int *surv = ftw_agree_malloc(sizeof(int) * (size_t)(c->size + 1));
+    int *surv_of = ftw_agree_malloc(sizeof(int) * (size_t)(c->size + 1));
+    uint8_t *local_out = ftw_agree_malloc((size_t)c->nlocal + 1);
     MPI_Comm coll = MPI_COMM_NULL;
 
     rc = world && failed && surv && surv_of && local_out ? MPI_SUCCESS
@@ -355,11 +355,14 @@ void ftw_validate_progress(void)
         ftw_validates_pending--;
         ftw_noisy--;
         {
-            int flag;
+            int flag, err;
 
             ftw_agree_result(v->agree, v->failed, &flag);
+            /* A member ran short of memory: nobody goes on. */
+            err = ftw_agree_error(v->agree);
             ftw_agree_free(v->agree);
-            v->err = v->finish(v->c, v->failed, flag, v->out);
+            v->err = err != MPI_SUCCESS ? err :
+                     v->finish(v->c, v->failed, flag, v->out);
         }
         free(v->failed);
         v->failed = NULL;
