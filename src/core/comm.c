@@ -10,6 +10,8 @@
 #include "core/ctl.h"
 #include "rndv/stash.h"
 #include "core/xjob.h"
+#include "core/request.h"
+#include "p2p/op.h"
 #include "util/log.h"
 #include "util/stats.h"
 
@@ -266,6 +268,12 @@ ftw_status_t ftw_comm_track(MPI_Comm comm, uint64_t id,
             c->chan = ftw_ctl_chan_open(comm, c->peer_world, c->size);
         if (c->chan == NULL)
             id = 0;
+#if defined(OPEN_MPI)
+        /* The channel's duplicate may have been given up, its steps
+         * still to run on comm (see idup_seen). */
+        if (c->chan == NULL && !c->is_inter)
+            c->idup_seen = 1;
+#endif
     }
     comm_insert(c, id);
     return FTW_OK;
@@ -635,6 +643,75 @@ int ftw_inter_survivors(const uint8_t *failed, const int *world, int n,
         PMPI_Comm_free(&local);
     }
     free(keep);
+    return rc;
+}
+
+void ftw_comm_creation_release(void)
+{
+#if defined(OPEN_MPI)
+    MPI_Comm self = MPI_COMM_NULL;
+
+    if (PMPI_Comm_dup(MPI_COMM_SELF, &self) == MPI_SUCCESS)
+        PMPI_Comm_free(&self);
+#endif
+}
+
+static int any_failed(const int *ids, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ftw_detect_is_failed(ids[i]))
+            return 1;
+    return 0;
+}
+
+int ftw_comm_dup_watched(MPI_Comm comm, const int *ids, int n,
+                         MPI_Comm *dup_p)
+{
+    MPI_Comm *slot = malloc(sizeof(*slot));
+    MPI_Request req = MPI_REQUEST_NULL;
+    ftw_poll_t p;
+    int rc, flag = 0;
+
+    *dup_p = MPI_COMM_NULL;
+    ftw_inject(FTW_INJECT_DUP);
+    /* Under MPI_THREAD_MULTIPLE MPICH 4.0's nonblocking duplicates take
+     * turns with other threads' creations very slowly (coll.c): there
+     * the blocking call, as before. */
+    if (slot == NULL || ftw_threaded) {
+        free(slot);
+        return PMPI_Comm_dup(comm, dup_p);
+    }
+    *slot = MPI_COMM_NULL;
+#if defined(OPEN_MPI)
+    /* MPI_COMM_WORLD's context id is 0: a duplicate of it given up would
+     * hold up every later creation (ftw_comm_creation_release cannot let
+     * it go).  The control channel has the same processes in the same
+     * order (and none of the program's attributes to copy). */
+    if (comm == MPI_COMM_WORLD && ftw_ctl_comm != MPI_COMM_NULL)
+        comm = ftw_ctl_comm;
+#endif
+    rc = PMPI_Comm_idup(comm, slot, &req);
+    if (rc != MPI_SUCCESS) {
+        free(slot);
+        return rc;
+    }
+    ftw_poll_init(&p);
+    for (;;) {
+        rc = PMPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS || flag)
+            break;
+        if (ftw_poll_changed(&p) && any_failed(ids, n)) {
+            /* The MPI may still write the handle: the slot goes with the
+             * request. */
+            ftw_grave_add_owned(req, slot);
+            ftw_comm_creation_release();
+            return FTW_ERR_PROC_FAIL_STOP;
+        }
+        ftw_poll_idle(&p);
+    }
+    if (rc == MPI_SUCCESS)
+        *dup_p = *slot;
+    free(slot);
     return rc;
 }
 
