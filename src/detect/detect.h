@@ -134,6 +134,8 @@ typedef enum {
                              * communicator is made */
     FTW_INJECT_PULLED,      /* a chunk another process pulls from this
                              * one: the puller sends the signal */
+    FTW_INJECT_SETTLED,     /* a settled agreement decided, before its
+                             * confirming agreement (ftw_agree_settled) */
     FTW_INJECT_DUP,         /* a watched duplicate this process is about
                              * to make (ftw_comm_dup_watched) */
     FTW_INJECT_NOMEM,       /* an allocation for an agreement: the N-th

@@ -832,6 +832,7 @@ int ftw_agree_settled(ftw_comm_t *c, int flag_in, int always,
             need = failed_out[q] & 1;
         if (!need)
             break;
+        ftw_inject(FTW_INJECT_SETTLED);
         /* The survivors' communicator is to be made: first every member
          * says whether all of its members are still live here; one that
          * died since its contribution, or dies before this one's, holds
