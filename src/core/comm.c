@@ -629,12 +629,15 @@ int ftw_inter_survivors(const uint8_t *failed, const int *world, int n,
         ftw_error("every process of the remote group failed");
         rc = FTW_ERR_PROC_FAIL_STOP;
     }
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Comm_group(ftw_ctl_comm, &wg);
     if (rc == MPI_SUCCESS) {
-        PMPI_Comm_group(ftw_ctl_comm, &wg);
-        PMPI_Group_incl(wg, nkeep, keep, &g);
-        ftw_inject(FTW_INJECT_AGREED);
-        rc = PMPI_Comm_create_group(ftw_ctl_comm, g, tag, &local);
-        PMPI_Group_free(&g);
+        rc = PMPI_Group_incl(wg, nkeep, keep, &g);
+        if (rc == MPI_SUCCESS) {
+            ftw_inject(FTW_INJECT_AGREED);
+            rc = PMPI_Comm_create_group(ftw_ctl_comm, g, tag, &local);
+            PMPI_Group_free(&g);
+        }
         PMPI_Group_free(&wg);
     }
     if (rc == MPI_SUCCESS) {
@@ -718,23 +721,50 @@ int ftw_comm_dup_watched(MPI_Comm comm, const int *ids, int n,
 int ftw_comm_create_survivors(ftw_comm_t *c, const uint8_t *failed,
                               uint8_t mask, int tag, MPI_Comm *newcomm_p)
 {
-    MPI_Group all, keep;
+    MPI_Group all = MPI_GROUP_NULL, keep = MPI_GROUP_NULL;
     int *excl = malloc(sizeof(int) * (size_t)(c->size ? c->size : 1));
     int nexcl = 0, rc;
 
-    if (excl == NULL)
-        return MPI_ERR_NO_MEM;
-    for (int r = 0; r < c->size; r++)
-        if (failed[r] & mask)
-            excl[nexcl++] = r;
     /* The group is asked for first: MPICH 4.0's MPI_Comm_create_group
      * crashes on a communicator whose group was never asked for. */
-    PMPI_Comm_group(c->user, &all);
-    PMPI_Group_excl(all, nexcl, excl, &keep);
-    ftw_inject(FTW_INJECT_AGREED);
-    rc = PMPI_Comm_create_group(c->user, keep, tag, newcomm_p);
-    PMPI_Group_free(&keep);
-    PMPI_Group_free(&all);
+    rc = PMPI_Comm_group(c->user, &all);
+    if (rc == MPI_SUCCESS && excl != NULL) {
+        for (int r = 0; r < c->size; r++)
+            if (failed[r] & mask)
+                excl[nexcl++] = r;
+        rc = PMPI_Group_excl(all, nexcl, excl, &keep);
+    } else if (rc == MPI_SUCCESS) {
+        /* No memory for the list: the others are about to make the
+         * communicator with this process, so the group is made one
+         * excluded member at a time (the difference keeps the order). */
+        rc = PMPI_Group_union(all, MPI_GROUP_EMPTY, &keep);
+        for (int r = 0; r < c->size && rc == MPI_SUCCESS; r++) {
+            MPI_Group one, next;
+
+            if (!(failed[r] & mask))
+                continue;
+            rc = PMPI_Group_incl(all, 1, &r, &one);
+            if (rc != MPI_SUCCESS)
+                break;
+            rc = PMPI_Group_difference(keep, one, &next);
+            PMPI_Group_free(&one);
+            if (rc == MPI_SUCCESS) {
+                PMPI_Group_free(&keep);
+                keep = next;
+            }
+        }
+    }
+    if (rc == MPI_SUCCESS) {
+        ftw_inject(FTW_INJECT_AGREED);
+        rc = PMPI_Comm_create_group(c->user, keep, tag, newcomm_p);
+    } else {
+        ftw_error("the group of a communicator's survivors could not be "
+                  "made (error %d): the others wait for this process", rc);
+    }
+    if (keep != MPI_GROUP_NULL)
+        PMPI_Group_free(&keep);
+    if (all != MPI_GROUP_NULL)
+        PMPI_Group_free(&all);
     free(excl);
     return rc;
 }

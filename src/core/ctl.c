@@ -221,7 +221,13 @@ static ftw_ctl_msg_t *receive(int tag)
         PMPI_Mrecv(NULL, 0, MPI_BYTE, &mh, MPI_STATUS_IGNORE);
         return NULL;
     }
-    PMPI_Mrecv(m->u.data, len, MPI_BYTE, &mh, MPI_STATUS_IGNORE);
+    if (PMPI_Mrecv(m->u.data, len, MPI_BYTE, &mh, MPI_STATUS_IGNORE) !=
+        MPI_SUCCESS) {
+        ftw_warn_sparse("control message of %d bytes from world rank %d "
+                        "could not be received", len, from);
+        free(m);
+        return NULL;
+    }
     m->tag = tag;
     m->from = from;
     m->len = len;

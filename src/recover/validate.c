@@ -73,20 +73,25 @@ out:
 }
 
 /* The decided failed ranks as a group of c's ranks. */
-static void failed_group_of(ftw_comm_t *c, const uint8_t *failed,
-                            MPI_Group *group)
+static int failed_group_of(ftw_comm_t *c, const uint8_t *failed,
+                           MPI_Group *group)
 {
     MPI_Group all;
-    int *ranks = malloc(sizeof(int) * (size_t)c->size);
-    int n = 0;
+    int *ranks = ftw_agree_malloc_after(sizeof(int) * (size_t)c->size);
+    int n = 0, rc;
 
-    PMPI_Comm_group(c->user, &all);
-    for (int r = 0; ranks != NULL && r < c->size; r++)
+    *group = MPI_GROUP_EMPTY;
+    if (ranks == NULL || PMPI_Comm_group(c->user, &all) != MPI_SUCCESS) {
+        free(ranks);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int r = 0; r < c->size; r++)
         if (failed[r])
             ranks[n++] = r;
-    PMPI_Group_incl(all, n, ranks ? ranks : &n, group);
+    rc = PMPI_Group_incl(all, n, ranks, group);
     PMPI_Group_free(&all);
     free(ranks);
+    return rc;
 }
 
 int ftw_validate_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
@@ -100,8 +105,10 @@ int ftw_validate_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
     c->coll_active = 1;
     c->coll_gen++;
     ftw_stat_add(FTW_STAT_VALIDATES, 1);
+    /* Out of memory here, the validate is done all the same: the error
+     * says the group is missing (every member decided alike). */
     if (failed_group != NULL)
-        failed_group_of(c, failed, failed_group);
+        return failed_group_of(c, failed, failed_group);
     return MPI_SUCCESS;
 }
 
@@ -167,19 +174,25 @@ int ftw_agree_prepare(MPI_Comm comm, ftw_comm_t **c_p, uint8_t **failed_p)
 
 /* The processes failed[] marks among the member list world[] (world
  * ranks: one job), as a group. */
-static void failed_world_group(const uint8_t *failed, const int *world,
-                               int n, MPI_Group *group)
+static int failed_world_group(const uint8_t *failed, const int *world,
+                              int n, MPI_Group *group)
 {
     MPI_Group wg;
-    int *ranks = malloc(sizeof(int) * (size_t)(n ? n : 1)), nf = 0;
+    int *ranks = ftw_agree_malloc_after(sizeof(int) * (size_t)(n ? n : 1));
+    int nf = 0, rc;
 
-    for (int i = 0; ranks != NULL && i < n; i++)
+    *group = MPI_GROUP_EMPTY;
+    if (ranks == NULL || PMPI_Comm_group(MPI_COMM_WORLD, &wg) != MPI_SUCCESS) {
+        free(ranks);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int i = 0; i < n; i++)
         if (failed[i] & 1)
             ranks[nf++] = world[i];
-    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
-    PMPI_Group_incl(wg, nf, ranks ? ranks : &nf, group);
+    rc = PMPI_Group_incl(wg, nf, ranks, group);
     PMPI_Group_free(&wg);
     free(ranks);
+    return rc;
 }
 
 /*
@@ -234,7 +247,7 @@ static int validate_inter(ftw_comm_t *c, MPI_Group *failed_group)
     c->coll_active = 1;
     c->coll_gen++;
     ftw_stat_add(FTW_STAT_VALIDATES, 1);
-    failed_world_group(failed, world, n, failed_group);
+    rc = failed_world_group(failed, world, n, failed_group);
 out:
     free(world);
     free(failed);
