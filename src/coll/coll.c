@@ -509,12 +509,16 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
 
     /* Intercommunicators take no agreement, and Open MPI 4.1's
      * nonblocking duplicate of one races with traffic on it.  Open MPI
-     * 4.1 allocates context ids one creation at a time, oldest first: an
-     * abandoned duplicate would hold up every later creation of the
-     * process (validate's survivors' communicator included), so there the
-     * blocking call it is. */
+     * 4.1 allocates context ids one creation at a time, lowest (parent,
+     * tag) first: a duplicate given up would hold up the process's later
+     * creations (validate's survivors' communicator included) until
+     * ftw_comm_creation_release lets them go.  The blocking call stays
+     * under MPI_THREAD_MULTIPLE (other threads' creations) and once the
+     * program's own nonblocking duplicates of the parent were seen (their
+     * steps may still be pending: idup_seen). */
 #if defined(OPEN_MPI)
-    blocking = 1;
+    PMPI_Comm_test_inter(co->native, &blocking);
+    blocking = blocking || ftw_threaded || idup_seen(co);
 #else
     /* MPICH 4.0 under MPI_THREAD_MULTIPLE: a nonblocking duplicate in one
      * thread and blocking creations in others take turns for context ids
@@ -548,6 +552,7 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
             *newcomm = MPI_COMM_NULL;
             return rc;
         }
+        ftw_inject(FTW_INJECT_DUP);
         return info != MPI_INFO_NULL ?
                PMPI_Comm_dup_with_info(co->native, info, newcomm) :
                PMPI_Comm_dup(co->native, newcomm);
@@ -560,6 +565,7 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
         return MPI_ERR_NO_MEM;
     }
     *slot = MPI_COMM_NULL;
+    ftw_inject(FTW_INJECT_DUP);
 #ifdef FTW_HAVE_MPI_COMM_IDUP_WITH_INFO
     if (info != MPI_INFO_NULL)
         rc = PMPI_Comm_idup_with_info(co->native, info, slot, &co->req);
@@ -576,6 +582,10 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
     rc = create_watch(co, slot);
     if (rc == FTW_PENDING_CODE) {
         *newcomm = MPI_COMM_NULL;
+        /* Not idup_seen: the members that were refused at once never
+         * started it, and the parent's collectives and creations move to
+         * the survivors' communicator at the next validate anyway. */
+        ftw_comm_creation_release();
         return coll_code(co->c);    /* the graveyard owns slot */
     }
     *newcomm = rc == MPI_SUCCESS ? *slot : MPI_COMM_NULL;

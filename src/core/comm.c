@@ -268,12 +268,6 @@ ftw_status_t ftw_comm_track(MPI_Comm comm, uint64_t id,
             c->chan = ftw_ctl_chan_open(comm, c->peer_world, c->size);
         if (c->chan == NULL)
             id = 0;
-#if defined(OPEN_MPI)
-        /* The channel's duplicate may have been given up, its steps
-         * still to run on comm (see idup_seen). */
-        if (c->chan == NULL && !c->is_inter)
-            c->idup_seen = 1;
-#endif
     }
     comm_insert(c, id);
     return FTW_OK;
@@ -652,10 +646,22 @@ int ftw_inter_survivors(const uint8_t *failed, const int *world, int n,
 void ftw_comm_creation_release(void)
 {
 #if defined(OPEN_MPI)
+    MPI_Group wg, me;
     MPI_Comm self = MPI_COMM_NULL;
+    int r = 0;
 
-    if (PMPI_Comm_dup(MPI_COMM_SELF, &self) == MPI_SUCCESS)
-        PMPI_Comm_free(&self);
+    /* Parent MPI_COMM_WORLD (id 0) and tag 0: the lowest key there is,
+     * so it goes first whatever was given up; one member, so local. */
+    if (PMPI_Comm_rank(MPI_COMM_WORLD, &r) != MPI_SUCCESS ||
+        PMPI_Comm_group(MPI_COMM_WORLD, &wg) != MPI_SUCCESS)
+        return;
+    if (PMPI_Group_incl(wg, 1, &r, &me) == MPI_SUCCESS) {
+        if (PMPI_Comm_create_group(MPI_COMM_WORLD, me, 0, &self) ==
+                MPI_SUCCESS && self != MPI_COMM_NULL)
+            PMPI_Comm_free(&self);
+        PMPI_Group_free(&me);
+    }
+    PMPI_Group_free(&wg);
 #endif
 }
 
@@ -685,14 +691,6 @@ int ftw_comm_dup_watched(MPI_Comm comm, const int *ids, int n,
         return PMPI_Comm_dup(comm, dup_p);
     }
     *slot = MPI_COMM_NULL;
-#if defined(OPEN_MPI)
-    /* MPI_COMM_WORLD's context id is 0: a duplicate of it given up would
-     * hold up every later creation (ftw_comm_creation_release cannot let
-     * it go).  The control channel has the same processes in the same
-     * order (and none of the program's attributes to copy). */
-    if (comm == MPI_COMM_WORLD && ftw_ctl_comm != MPI_COMM_NULL)
-        comm = ftw_ctl_comm;
-#endif
     rc = PMPI_Comm_idup(comm, slot, &req);
     if (rc != MPI_SUCCESS) {
         free(slot);

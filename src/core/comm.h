@@ -230,10 +230,11 @@ int ftw_comm_dup_watched(MPI_Comm comm, const int *ids, int n,
 
 /* After a creation was given up: Open MPI 4.1 makes context ids one
  * creation at a time, the one of the lowest (parent id, tag) first, and
- * an abandoned one holds up every later one of a higher parent until a
- * creation of a lower or equal one ends.  A duplicate of MPI_COMM_SELF
- * (id 1, below every communicator ftwrap duplicates) is local and ends at
- * once, which lets them go.  Nothing to do on MPICH. */
+ * an abandoned one holds up every later one of a higher key until a
+ * creation of a lower or equal key ends.  MPI_Comm_create_group of this
+ * process alone on MPI_COMM_WORLD (id 0) with tag 0 has the lowest key
+ * and is local: it ends at once and lets them go.  Nothing to do on
+ * MPICH. */
 void ftw_comm_creation_release(void);
 
 /* A native communicator of the ranks r of c with !(failed[r] & mask),

@@ -136,8 +136,8 @@ typedef enum {
                              * one: the puller sends the signal */
     FTW_INJECT_SETTLED,     /* a settled agreement decided, before its
                              * confirming agreement (ftw_agree_settled) */
-    FTW_INJECT_DUP,         /* a watched duplicate this process is about
-                             * to make (ftw_comm_dup_watched) */
+    FTW_INJECT_DUP,         /* a duplicate this process is about to make
+                             * (ftw_comm_dup_watched, MPI_Comm_dup's) */
     FTW_INJECT_NOMEM,       /* an allocation for an agreement: the N-th
                              * fails as if out of memory (no signal) */
     FTW_INJECT_NPOINTS
