@@ -92,6 +92,8 @@ build/$(1)/tests/rndv_fail_sender_shm: tests/rndv_fail_sender.c
 build/$(1)/tests/rndv_fail_receiver_shm: tests/rndv_fail_receiver.c
 build/$(1)/tests/inter_validate_even: tests/inter_validate.c
 build/$(1)/tests/inter_shrink_even: tests/inter_shrink.c
+build/$(1)/tests/agree_nomem_agree build/$(1)/tests/agree_nomem_shrink: tests/agree_nomem.c
+build/$(1)/tests/settle_kill_drain build/$(1)/tests/settle_kill_shrink: tests/settle_kill.c
 
 lib: build/$(1)/libftwrap.so
 tests: $$(patsubst tests/%.c,build/$(1)/tests/%,$$(TEST_SRCS))

@@ -18,11 +18,10 @@
  * Rank 0 prints TAP (plan at the end); the survivors end with
  * MPI_Finalize.
  *
- * On Open MPI 4.1 ftwrap takes the MPI's blocking duplicate (an abandoned
- * nonblocking one would hold up the process's later creations) after a
- * watched barrier: ranks 0 and 1 wait in that barrier when rank 3 dies.
- * A death inside the MPI's duplicate itself would still hang it there
- * (docs/DESIGN.md, known limits).
+ * Ranks 0 and 1 wait in the MPI's nonblocking duplicate when rank 3
+ * dies (on Open MPI too: the abandoned one is let go so that the split
+ * after the validate is not held up; tests/comm_dup_inside kills the
+ * victim after ftwrap's checks).
  */
 #include <mpi.h>
 #include <pthread.h>

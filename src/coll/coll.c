@@ -472,12 +472,16 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
 
     /* Intercommunicators take no agreement, and Open MPI 4.1's
      * nonblocking duplicate of one races with traffic on it.  Open MPI
-     * 4.1 allocates context ids one creation at a time, oldest first: an
-     * abandoned duplicate would hold up every later creation of the
-     * process (validate's survivors' communicator included), so there the
-     * blocking call it is. */
+     * 4.1 allocates context ids one creation at a time, lowest (parent,
+     * tag) first: a duplicate given up would hold up the process's later
+     * creations (validate's survivors' communicator included) until
+     * ftw_comm_creation_release lets them go.  The blocking call stays
+     * under MPI_THREAD_MULTIPLE (other threads' creations) and once the
+     * program's own nonblocking duplicates of the parent were seen (their
+     * steps may still be pending: idup_seen). */
 #if defined(OPEN_MPI)
-    blocking = 1;
+    PMPI_Comm_test_inter(co->native, &blocking);
+    blocking = blocking || ftw_threaded || idup_seen(co);
 #else
     /* MPICH 4.0 under MPI_THREAD_MULTIPLE: a nonblocking duplicate in one
      * thread and blocking creations in others take turns for context ids
@@ -511,6 +515,7 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
             *newcomm = MPI_COMM_NULL;
             return rc;
         }
+        ftw_inject(FTW_INJECT_DUP);
         return info != MPI_INFO_NULL ?
                PMPI_Comm_dup_with_info(co->native, info, newcomm) :
                PMPI_Comm_dup(co->native, newcomm);
@@ -523,6 +528,7 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
         return MPI_ERR_NO_MEM;
     }
     *slot = MPI_COMM_NULL;
+    ftw_inject(FTW_INJECT_DUP);
 #ifdef FTW_HAVE_MPI_COMM_IDUP_WITH_INFO
     if (info != MPI_INFO_NULL)
         rc = PMPI_Comm_idup_with_info(co->native, info, slot, &co->req);
@@ -539,6 +545,10 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
     rc = create_watch(co, slot);
     if (rc == FTW_PENDING_CODE) {
         *newcomm = MPI_COMM_NULL;
+        /* Not idup_seen: the members that were refused at once never
+         * started it, and the parent's collectives and creations move to
+         * the survivors' communicator at the next validate anyway. */
+        ftw_comm_creation_release();
         return ftw_coll_code(co->c);    /* the graveyard owns slot */
     }
     *newcomm = rc == MPI_SUCCESS ? *slot : MPI_COMM_NULL;
@@ -638,8 +648,10 @@ static int create_agree(ftw_comm_t *parent, int ok,
 
     if (track != NULL)
         track(arg);
-    if (posted)
-        ftw_agree_wait(a, NULL, &all_ok);     /* only the flag is needed */
+    /* Only the flag is needed; a member short of memory for the
+     * agreement fails it everywhere. */
+    if (posted && ftw_agree_wait(a, NULL, &all_ok) != MPI_SUCCESS)
+        all_ok = 0;
     return all_ok;
 }
 
@@ -709,18 +721,22 @@ int ftw_create_gate(ftw_coll_t *co, int refused)
 {
     ftw_comm_t *parent = create_parent(co);
     uint8_t small[64], *failed;
-    int flags = 0, bad = -1, blind;
+    int flags = 0, bad = -1, blind, rc;
 
     if (!create_agrees(parent))
         return refused;
     failed = parent->size < (int)sizeof(small) ?
-             small : malloc((size_t)parent->size + 1);
+             small : ftw_agree_malloc((size_t)parent->size + 1);
     blind = failed == NULL;
     /* Out of memory, this process still takes part (a member missing
-     * from the agreement would hold up the others), blind to who failed. */
-    if (ftw_agree(parent, NULL, refused == 0 ? GATE_OK | GATE_ARGS_OK :
-                  refused == FTW_GATE_BAD_ARGS ? 0 : GATE_ARGS_OK, failed,
-                  &flags) != MPI_SUCCESS)
+     * from the agreement would hold up the others): the shortage goes
+     * into its proposal, and every member fails the call with
+     * MPI_ERR_NO_MEM. */
+    rc = ftw_agree(parent, NULL, refused == 0 && !blind ?
+                   GATE_OK | GATE_ARGS_OK :
+                   refused == FTW_GATE_BAD_ARGS ? 0 : GATE_ARGS_OK, failed,
+                   &flags);
+    if (rc != MPI_SUCCESS)
         flags = GATE_ARGS_OK;
     for (int i = 0; failed != NULL && i < parent->size && bad < 0; i++)
         if (failed[i] & 1)
@@ -731,6 +747,10 @@ int ftw_create_gate(ftw_coll_t *co, int refused)
         return 1;
     if ((flags & GATE_OK) && bad < 0 && !blind)
         return 0;
+    if (rc == MPI_ERR_NO_MEM) {
+        co->rc = ftw_raise(co->comm, MPI_ERR_NO_MEM, co->name, -1);
+        return 1;
+    }
     if (!(flags & GATE_ARGS_OK)) {
         ftw_error("%s: the root's arguments are not valid", co->name);
         co->rc = ftw_raise(co->comm, MPI_ERR_SPAWN, co->name, -1);

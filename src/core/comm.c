@@ -10,6 +10,8 @@
 #include "core/lock.h"
 #include "core/ctl.h"
 #include "core/xjob.h"
+#include "core/request.h"
+#include "core/progress.h"
 #include "util/log.h"
 #include "util/stats.h"
 
@@ -641,12 +643,15 @@ int ftw_inter_survivors(const uint8_t *failed, const int *world, int n,
         ftw_error("every process of the remote group failed");
         rc = FTW_ERR_PROC_FAIL_STOP;
     }
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Comm_group(ftw_ctl_comm, &wg);
     if (rc == MPI_SUCCESS) {
-        PMPI_Comm_group(ftw_ctl_comm, &wg);
-        PMPI_Group_incl(wg, nkeep, keep, &g);
-        ftw_inject(FTW_INJECT_AGREED);
-        rc = PMPI_Comm_create_group(ftw_ctl_comm, g, tag, &local);
-        PMPI_Group_free(&g);
+        rc = PMPI_Group_incl(wg, nkeep, keep, &g);
+        if (rc == MPI_SUCCESS) {
+            ftw_inject(FTW_INJECT_AGREED);
+            rc = PMPI_Comm_create_group(ftw_ctl_comm, g, tag, &local);
+            PMPI_Group_free(&g);
+        }
         PMPI_Group_free(&wg);
     }
     if (rc == MPI_SUCCESS) {
@@ -658,26 +663,126 @@ int ftw_inter_survivors(const uint8_t *failed, const int *world, int n,
     return rc;
 }
 
+void ftw_comm_creation_release(void)
+{
+#if defined(OPEN_MPI)
+    MPI_Group wg, me;
+    MPI_Comm self = MPI_COMM_NULL;
+    int r = 0;
+
+    /* Parent MPI_COMM_WORLD (id 0) and tag 0: the lowest key there is,
+     * so it goes first whatever was given up; one member, so local. */
+    if (PMPI_Comm_rank(MPI_COMM_WORLD, &r) != MPI_SUCCESS ||
+        PMPI_Comm_group(MPI_COMM_WORLD, &wg) != MPI_SUCCESS)
+        return;
+    if (PMPI_Group_incl(wg, 1, &r, &me) == MPI_SUCCESS) {
+        if (PMPI_Comm_create_group(MPI_COMM_WORLD, me, 0, &self) ==
+                MPI_SUCCESS && self != MPI_COMM_NULL)
+            PMPI_Comm_free(&self);
+        PMPI_Group_free(&me);
+    }
+    PMPI_Group_free(&wg);
+#endif
+}
+
+static int any_failed(const int *ids, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ftw_detect_is_failed(ids[i]))
+            return 1;
+    return 0;
+}
+
+int ftw_comm_dup_watched(MPI_Comm comm, const int *ids, int n,
+                         MPI_Comm *dup_p)
+{
+    MPI_Comm *slot = malloc(sizeof(*slot));
+    MPI_Request req = MPI_REQUEST_NULL;
+    ftw_poll_t p;
+    int rc, flag = 0;
+
+    *dup_p = MPI_COMM_NULL;
+    ftw_inject(FTW_INJECT_DUP);
+    /* Under MPI_THREAD_MULTIPLE MPICH 4.0's nonblocking duplicates take
+     * turns with other threads' creations very slowly (coll.c): there
+     * the blocking call, as before. */
+    if (slot == NULL || ftw_threaded) {
+        free(slot);
+        return PMPI_Comm_dup(comm, dup_p);
+    }
+    *slot = MPI_COMM_NULL;
+    rc = PMPI_Comm_idup(comm, slot, &req);
+    if (rc != MPI_SUCCESS) {
+        free(slot);
+        return rc;
+    }
+    ftw_poll_init(&p);
+    for (;;) {
+        rc = PMPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS || flag)
+            break;
+        if (ftw_poll_changed(&p) && any_failed(ids, n)) {
+            /* The MPI may still write the handle: the slot goes with the
+             * request. */
+            ftw_grave_add_owned(req, slot);
+            ftw_comm_creation_release();
+            return FTW_ERR_PROC_FAIL_STOP;
+        }
+        ftw_poll_idle(&p);
+    }
+    if (rc == MPI_SUCCESS)
+        *dup_p = *slot;
+    free(slot);
+    return rc;
+}
+
 int ftw_comm_create_survivors(ftw_comm_t *c, const uint8_t *failed,
                               uint8_t mask, int tag, MPI_Comm *newcomm_p)
 {
-    MPI_Group all, keep;
+    MPI_Group all = MPI_GROUP_NULL, keep = MPI_GROUP_NULL;
     int *excl = malloc(sizeof(int) * (size_t)(c->size ? c->size : 1));
     int nexcl = 0, rc;
 
-    if (excl == NULL)
-        return MPI_ERR_NO_MEM;
-    for (int r = 0; r < c->size; r++)
-        if (failed[r] & mask)
-            excl[nexcl++] = r;
     /* The group is asked for first: MPICH 4.0's MPI_Comm_create_group
      * crashes on a communicator whose group was never asked for. */
-    PMPI_Comm_group(c->user, &all);
-    PMPI_Group_excl(all, nexcl, excl, &keep);
-    ftw_inject(FTW_INJECT_AGREED);
-    rc = PMPI_Comm_create_group(c->user, keep, tag, newcomm_p);
-    PMPI_Group_free(&keep);
-    PMPI_Group_free(&all);
+    rc = PMPI_Comm_group(c->user, &all);
+    if (rc == MPI_SUCCESS && excl != NULL) {
+        for (int r = 0; r < c->size; r++)
+            if (failed[r] & mask)
+                excl[nexcl++] = r;
+        rc = PMPI_Group_excl(all, nexcl, excl, &keep);
+    } else if (rc == MPI_SUCCESS) {
+        /* No memory for the list: the others are about to make the
+         * communicator with this process, so the group is made one
+         * excluded member at a time (the difference keeps the order). */
+        rc = PMPI_Group_union(all, MPI_GROUP_EMPTY, &keep);
+        for (int r = 0; r < c->size && rc == MPI_SUCCESS; r++) {
+            MPI_Group one, next;
+
+            if (!(failed[r] & mask))
+                continue;
+            rc = PMPI_Group_incl(all, 1, &r, &one);
+            if (rc != MPI_SUCCESS)
+                break;
+            rc = PMPI_Group_difference(keep, one, &next);
+            PMPI_Group_free(&one);
+            if (rc == MPI_SUCCESS) {
+                PMPI_Group_free(&keep);
+                keep = next;
+            }
+        }
+    }
+    if (rc == MPI_SUCCESS) {
+        ftw_inject(FTW_INJECT_AGREED);
+        rc = PMPI_Comm_create_group(c->user, keep, tag, newcomm_p);
+    } else {
+        ftw_error("the group of a communicator's survivors could not be "
+                  "made (error %d): the others wait for this process", rc);
+    }
+    if (keep != MPI_GROUP_NULL)
+        PMPI_Group_free(&keep);
+    if (all != MPI_GROUP_NULL)
+        PMPI_Group_free(&all);
     free(excl);
     return rc;
 }

@@ -227,6 +227,24 @@ static inline void ftw_status_to_user(const int *p2p_user, int n,
 int ftw_inter_survivors(const uint8_t *failed, const int *world, int n,
                         int lo, int nlocal, int tag, MPI_Comm *newcomm_p);
 
+/* A duplicate of the intracommunicator comm whose members are the
+ * processes ids[0..n) (world ranks or ids the detector watches):
+ * MPI_Comm_idup, waited for while every member lives.  A member's failure
+ * makes it give up (the request stays with the graveyard) and return
+ * FTW_ERR_PROC_FAIL_STOP with *dup_p MPI_COMM_NULL.  Every member calls
+ * it, even one out of memory for its own record: the others would wait. */
+int ftw_comm_dup_watched(MPI_Comm comm, const int *ids, int n,
+                         MPI_Comm *dup_p);
+
+/* After a creation was given up: Open MPI 4.1 makes context ids one
+ * creation at a time, the one of the lowest (parent id, tag) first, and
+ * an abandoned one holds up every later one of a higher key until a
+ * creation of a lower or equal key ends.  MPI_Comm_create_group of this
+ * process alone on MPI_COMM_WORLD (id 0) with tag 0 has the lowest key
+ * and is local: it ends at once and lets them go.  Nothing to do on
+ * MPICH. */
+void ftw_comm_creation_release(void);
+
 /* A native communicator of the ranks r of c with !(failed[r] & mask),
  * made by MPI_Comm_create_group on c with tag (only they call it). */
 int ftw_comm_create_survivors(ftw_comm_t *c, const uint8_t *failed,

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ftwrap.h"
 #include "detect/detect.h"
+#include "core/comm.h"
 #include "core/lock.h"
 #include "core/request.h"
 #include "util/log.h"
@@ -34,12 +36,15 @@ ftw_ctl_chan_t *ftw_ctl_chan_open(MPI_Comm comm, const int *ids, int n)
     int rc;
 
     /* Every member calls the duplicate, even one out of memory: the
-     * others would wait in it. */
-    rc = PMPI_Comm_dup(comm, &dup);
+     * others would wait in it.  A member dying meanwhile makes the
+     * others give it up. */
+    rc = ftw_comm_dup_watched(comm, ids, n, &dup);
     if (rc != MPI_SUCCESS || ch == NULL) {
         ftw_error("no control channel for a communicator with members in "
                   "two jobs (%s): no revocation or agreement on it",
-                  ch == NULL ? "out of memory" : "MPI_Comm_dup failed");
+                  ch == NULL ? "out of memory" :
+                  rc == FTW_ERR_PROC_FAIL_STOP ? "a member failed" :
+                  "MPI_Comm_dup failed");
         if (dup != MPI_COMM_NULL)
             PMPI_Comm_free(&dup);
         free(ch);
@@ -216,7 +221,13 @@ static ftw_ctl_msg_t *receive(int tag)
         PMPI_Mrecv(NULL, 0, MPI_BYTE, &mh, MPI_STATUS_IGNORE);
         return NULL;
     }
-    PMPI_Mrecv(m->u.data, len, MPI_BYTE, &mh, MPI_STATUS_IGNORE);
+    if (PMPI_Mrecv(m->u.data, len, MPI_BYTE, &mh, MPI_STATUS_IGNORE) !=
+        MPI_SUCCESS) {
+        ftw_warn_sparse("control message of %d bytes from world rank %d "
+                        "could not be received", len, from);
+        free(m);
+        return NULL;
+    }
     m->tag = tag;
     m->from = from;
     m->len = len;

@@ -134,16 +134,29 @@ typedef enum {
                              * communicator is made */
     FTW_INJECT_PULLED,      /* a chunk another process pulls from this
                              * one: the puller sends the signal */
+    FTW_INJECT_SETTLED,     /* a settled agreement decided, before its
+                             * confirming agreement (ftw_agree_settled) */
+    FTW_INJECT_DUP,         /* a duplicate this process is about to make
+                             * (ftw_comm_dup_watched, MPI_Comm_dup's) */
+    FTW_INJECT_NOMEM,       /* an allocation for an agreement: the N-th
+                             * fails as if out of memory (no signal) */
     FTW_INJECT_NPOINTS
 } ftw_inject_point_t;
 
 extern int ftw_inject_armed;
-void ftw_inject_hit(ftw_inject_point_t point);
+int ftw_inject_hit(ftw_inject_point_t point);
 
 static inline void ftw_inject(ftw_inject_point_t point)
 {
     if (__builtin_expect(ftw_inject_armed, 0))
         ftw_inject_hit(point);
+}
+
+/* FTW_INJECT_NOMEM: 1 when this allocation is to fail. */
+static inline int ftw_inject_nomem(void)
+{
+    return __builtin_expect(ftw_inject_armed, 0) &&
+           ftw_inject_hit(FTW_INJECT_NOMEM);
 }
 
 /* FTW_INJECT_PULLED: this process is about to pull a chunk from world

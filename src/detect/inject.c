@@ -2,7 +2,8 @@
  * Fault injection for tests: FTW_INJECT=rank=R,at=POINT:N[,sig=NAME]
  * makes world rank R send itself signal NAME (default KILL) on its N-th
  * call (1-based) at POINT; rank=R+S+... arms several ranks alike.  With sig=STOP the process stops there until
- * someone continues it.
+ * someone continues it.  At nomem no signal is sent: R's N-th allocation
+ * for an agreement fails as if memory had run out.
  */
 #define _GNU_SOURCE
 #include "detect/detect.h"
@@ -35,10 +36,13 @@ static const char *const point_names[FTW_INJECT_NPOINTS] = {
     [FTW_INJECT_COLL] = "coll",
     [FTW_INJECT_FINALIZE] = "finalize",
     [FTW_INJECT_PULL] = "pull",
-    [FTW_INJECT_PULLED] = "pulled",
     [FTW_INJECT_AGREE_UP] = "agree_up",
     [FTW_INJECT_AGREE_DOWN] = "agree_down",
     [FTW_INJECT_AGREED] = "agreed",
+    [FTW_INJECT_PULLED] = "pulled",
+    [FTW_INJECT_SETTLED] = "settled",
+    [FTW_INJECT_DUP] = "dup",
+    [FTW_INJECT_NOMEM] = "nomem",
 };
 
 int ftw_inject_pulled_rank = -1;
@@ -164,7 +168,7 @@ static ftw_status_t inject_parse(char *spec, long *rank_p)
         if (parse_item(item, rank_p, &have_at) < 0) {
             ftw_error("FTW_INJECT: cannot parse '%s' (expected rank=R[+R...], "
                       "at=send|recv|wait|probe|coll|finalize|pull|pulled|agree_up|"
-                      "agree_down|agreed:N or "
+                      "agree_down|agreed|settled|dup|nomem:N or "
                       "sig=NAME)", bad);
             return FTW_ST_INVALID_PARAM;
         }
@@ -208,19 +212,24 @@ ftw_status_t ftw_inject_init(int world_rank)
     return status;
 }
 
-void ftw_inject_hit(ftw_inject_point_t point)
+int ftw_inject_hit(ftw_inject_point_t point)
 {
     unsigned long n;
 
     if (point != inj.point)
-        return;
+        return 0;
     n = atomic_fetch_add_explicit(&inj.calls[point], 1,
                                   memory_order_relaxed) + 1;
     if (n != inj.count)
-        return;
+        return 0;
+    if (point == FTW_INJECT_NOMEM) {
+        ftw_info("injecting an allocation failure at nomem:%lu", n);
+        return 1;
+    }
     ftw_info("injecting SIG%s at %s:%lu", inj.sig_name, point_names[point],
              n);
     kill(getpid(), inj.sig);
+    return 1;
 }
 
 void ftw_inject_pulled_hit(int peer, int pid)

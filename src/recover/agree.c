@@ -2,6 +2,7 @@
 #include "recover/agree.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -44,7 +45,8 @@ struct ftw_agree {
     uint64_t id;                /* the communicator's id */
     uint64_t seq;               /* the agreement's number on it */
     int n, me;
-    size_t vlen;                /* value: n failed bytes + 4 flag bytes */
+    size_t vlen;                /* value: n failed bytes, 4 flag bytes,
+                                 * 1 out-of-memory byte (NOMEM_AT) */
     int owned;                  /* the caller has not freed it */
     int decided;
     int superseded;             /* every live member decided it */
@@ -94,6 +96,71 @@ struct started {
 };
 static struct started *started_table;
 
+/* ---- memory -------------------------------------------------------------
+ * A member that cannot allocate what an agreement needs must still take
+ * part (the others wait for its contribution): a reserve is kept, given
+ * back to the allocator when an allocation fails, and the process then
+ * proposes "out of memory" in the agreement it starts next on this
+ * thread (the caller's allocations come before the agreement), which every
+ * member then returns as MPI_ERR_NO_MEM.  The reserve is taken again at
+ * the next agreement that finds memory for it. */
+
+#define RESERVE_MIN (64 * 1024)
+
+static void *_Atomic reserve;
+static _Thread_local int nomem_mark;
+
+/* The byte of the value that says a member ran short of memory. */
+#define NOMEM_AT(a) ((size_t)(a)->n + 4)
+
+static void reserve_release(void)
+{
+    free(atomic_exchange(&reserve, NULL));
+}
+
+static void reserve_take(size_t want)
+{
+    void *r;
+
+    if (atomic_load_explicit(&reserve, memory_order_relaxed) != NULL)
+        return;
+    want = want < RESERVE_MIN ? RESERVE_MIN : want;
+    r = malloc(want);
+    if (r == NULL)
+        return;
+    memset(r, 0, want);         /* resident, so that giving it back helps */
+    r = atomic_exchange(&reserve, r);
+    free(r);
+}
+
+/* malloc(len), or after a failure (FTW_INJECT at nomem counts one) the
+ * same once the reserve is given back; mark: remember the shortage for
+ * the next agreement started here. */
+static void *mem_get(size_t len, int mark)
+{
+    void *p = ftw_inject_nomem() ? NULL : malloc(len ? len : 1);
+
+    if (p != NULL)
+        return p;
+    if (mark)
+        nomem_mark = 1;
+    ftw_error("out of memory for %zu bytes of an agreement: ftwrap gives "
+              "back its reserve%s", len,
+              mark ? "; the agreement ends in MPI_ERR_NO_MEM everywhere" : "");
+    reserve_release();
+    return malloc(len ? len : 1);
+}
+
+void *ftw_agree_malloc(size_t len)
+{
+    return mem_get(len, 1);
+}
+
+void *ftw_agree_malloc_after(size_t len)
+{
+    return mem_get(len, 0);
+}
+
 static int space_of(uint64_t seq)
 {
     return (seq & SEQ_HANDLER) != 0;
@@ -101,17 +168,22 @@ static int space_of(uint64_t seq)
 
 static ftw_agree_t *agree_alloc(int n)
 {
-    size_t vlen = (size_t)n + 4;
+    size_t vlen = (size_t)n + 5;
     size_t off_kids = (sizeof(ftw_agree_t) + 15) & ~(size_t)15;
     size_t off_world = off_kids + sizeof(int) * (size_t)n;
     size_t off_by = (off_world + sizeof(int) * (size_t)n + 7) & ~(size_t)7;
     size_t off_bytes = off_by + sizeof(struct member) * (size_t)n;
     size_t size = off_bytes + 4 * (size_t)n + 3 * vlen;
-    unsigned char *mem = calloc(1, size), *p;
-    ftw_agree_t *a = (ftw_agree_t *)mem;
+    unsigned char *mem, *p;
+    ftw_agree_t *a;
 
+    /* Room for this agreement and a few of its messages, kept aside. */
+    reserve_take(8 * size);
+    mem = mem_get(size, 1);
+    a = (ftw_agree_t *)mem;
     if (mem == NULL)
         return NULL;
+    memset(mem, 0, size);
     a->n = n;
     a->vlen = vlen;
     a->kids = (int *)(mem + off_kids);
@@ -193,13 +265,15 @@ static void topo(ftw_agree_t *a)
 
 /* ---- messages ---------------------------------------------------------- */
 
-/* Fold value v into dst: OR of the failed bytes, AND of the flag. */
+/* Fold value v into dst: OR of the failed bytes, AND of the flag, OR of
+ * the out-of-memory byte. */
 static void value_merge(const ftw_agree_t *a, uint8_t *dst, const uint8_t *v)
 {
     for (int i = 0; i < a->n; i++)
         dst[i] |= v[i];
     for (int i = a->n; i < a->n + 4; i++)
         dst[i] &= v[i];
+    dst[NOMEM_AT(a)] |= v[NOMEM_AT(a)];
 }
 
 static size_t msg_len(const ftw_agree_t *a)
@@ -234,7 +308,8 @@ static void send_msg(ftw_agree_t *a, int q, int type, int decided,
     ftw_ctl_hdr_t hdr = { .id = a->id, .seq = a->seq, .type = type,
                           .round = decided };
     body_t body = { .floor = floor };
-    sendrec_t *s = malloc(sizeof(*s) + msg_len(a));
+    /* Not marked: this process's contribution may be out already. */
+    sendrec_t *s = mem_get(sizeof(*s) + msg_len(a), 0);
 
     if (s == NULL) {
         ftw_error("out of memory for an agreement message");
@@ -536,8 +611,10 @@ static int agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
     }
     a = agree_alloc(ftw_agree_members(c));
     if (a == NULL) {
+        /* Even with the reserve given back: the others will wait. */
         ftw_error("out of memory for an agreement over %d processes",
                   ftw_agree_members(c));
+        nomem_mark = 0;
         return MPI_ERR_NO_MEM;
     }
     a->id = c->id;
@@ -552,6 +629,9 @@ static int agree_start(ftw_comm_t *c, const uint8_t *failed, int flag,
         a->acc[q] = failed ? failed[q]
                            : (uint8_t)ftw_detect_is_failed(a->world[q]);
     memcpy(a->acc + a->n, &flag, 4);
+    /* A shortage of the caller's (before this) or of a->'s own. */
+    a->acc[NOMEM_AT(a)] = (uint8_t)nomem_mark;
+    nomem_mark = 0;
     for (int q = 0; q < a->n; q++) {
         a->by_world[q] = (struct member){ a->world[q], q };
         sorted &= q == 0 || a->world[q - 1] < a->world[q];
@@ -605,6 +685,11 @@ void ftw_agree_result(const ftw_agree_t *a, uint8_t *failed, int *flag)
     if (failed != NULL)
         memcpy(failed, a->decision, (size_t)a->n);
     memcpy(flag, a->decision + a->n, 4);
+}
+
+int ftw_agree_error(const ftw_agree_t *a)
+{
+    return a->decision[NOMEM_AT(a)] ? MPI_ERR_NO_MEM : MPI_SUCCESS;
 }
 
 void ftw_agree_free(ftw_agree_t *a)
@@ -683,6 +768,7 @@ void ftw_agree_fini(void)
         free(s);
     }
     ftw_mt_unlock(&agree_lock);
+    reserve_release();
 }
 
 int ftw_agree_post(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
@@ -691,9 +777,10 @@ int ftw_agree_post(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
     return ftw_agree_start(c, failed_in, flag_in, agree_p);
 }
 
-void ftw_agree_wait(ftw_agree_t *a, uint8_t *failed_out, int *flag_out)
+int ftw_agree_wait(ftw_agree_t *a, uint8_t *failed_out, int *flag_out)
 {
     ftw_poll_t p;
+    int rc;
 
     ftw_poll_init(&p);
     while (!ftw_agree_test(a)) {
@@ -701,7 +788,9 @@ void ftw_agree_wait(ftw_agree_t *a, uint8_t *failed_out, int *flag_out)
         ftw_poll_idle(&p);
     }
     ftw_agree_result(a, failed_out, flag_out);
+    rc = ftw_agree_error(a);
     ftw_agree_free(a);
+    return rc;
 }
 
 int ftw_agree(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
@@ -712,8 +801,7 @@ int ftw_agree(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
 
     if (rc != MPI_SUCCESS)
         return rc;
-    ftw_agree_wait(a, failed_out, flag_out);
-    return MPI_SUCCESS;
+    return ftw_agree_wait(a, failed_out, flag_out);
 }
 
 int ftw_agree_handler(ftw_comm_t *c, int nfailed, int *flag_out)
@@ -723,6 +811,7 @@ int ftw_agree_handler(ftw_comm_t *c, int nfailed, int *flag_out)
 
     if (rc != MPI_SUCCESS)
         return rc;
+    /* It only synchronises: a member's shortage changes nothing. */
     ftw_agree_wait(a, NULL, flag_out);
     return MPI_SUCCESS;
 }
@@ -731,8 +820,8 @@ int ftw_agree_settled(ftw_comm_t *c, int flag_in, int always,
                       uint8_t *failed_out, int *flag_out)
 {
     int n = ftw_agree_members(c), rc, ok, need;
-    int *world = malloc(sizeof(int) * (size_t)(n + 1));
-    uint8_t *again = malloc((size_t)n + 1);
+    int *world = ftw_agree_malloc(sizeof(int) * (size_t)(n + 1));
+    uint8_t *again = ftw_agree_malloc((size_t)n + 1);
 
     rc = world != NULL && again != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
     if (rc == MPI_SUCCESS)
@@ -746,6 +835,7 @@ int ftw_agree_settled(ftw_comm_t *c, int flag_in, int always,
             need = failed_out[q] & 1;
         if (!need)
             break;
+        ftw_inject(FTW_INJECT_SETTLED);
         /* The survivors' communicator is to be made: first every member
          * says whether all of its members are still live here; one that
          * died since its contribution, or dies before this one's, holds

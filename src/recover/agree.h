@@ -41,6 +41,7 @@
 #define FTW_FT_AGREE_H
 
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/comm.h"
@@ -145,6 +146,21 @@ int ftw_agree_settled(ftw_comm_t *c, int flag_in, int always,
  * result and frees it. */
 int ftw_agree_post(ftw_comm_t *c, const uint8_t *failed_in, int flag_in,
                    ftw_agree_t **agree_p);
-void ftw_agree_wait(ftw_agree_t *a, uint8_t *failed_out, int *flag_out);
+int ftw_agree_wait(ftw_agree_t *a, uint8_t *failed_out, int *flag_out);
+
+/* Out of memory: a member whose allocation for an agreement fails still
+ * takes part and proposes the shortage; the decision then carries it to
+ * every member, and ftw_agree, ftw_agree_wait and ftw_agree_settled
+ * return MPI_ERR_NO_MEM everywhere (failed_out and flag_out are still
+ * filled in).  ftw_agree_error gives that of a decided agreement.
+ * ftw_agree_malloc is malloc for what a caller needs before it starts an
+ * agreement: on failure ftwrap's reserve is given back and the
+ * allocation tried again, and the next agreement this thread starts
+ * proposes the shortage (the memory, if then found, is the caller's all
+ * the same).  ftw_agree_malloc_after is the same for what is needed
+ * after the decision (no proposal left to carry it). */
+int ftw_agree_error(const ftw_agree_t *a);
+void *ftw_agree_malloc(size_t len);
+void *ftw_agree_malloc_after(size_t len);
 
 #endif

@@ -179,15 +179,19 @@ static void cancel_receives(ftw_req_t *e, void *arg)
 static int drain_move(ftw_comm_t *c, const uint8_t *failed)
 {
     MPI_Errhandler eh;
-    ftw_p2p_view_t *v = calloc(1, sizeof(*v));
+    /* After the agreement: the reserve serves if memory is short (the
+     * others are about to make the communicator with this process). */
+    ftw_p2p_view_t *v = ftw_agree_malloc_after(sizeof(*v));
     int *world = NULL, rc = MPI_ERR_NO_MEM, lo = 0, rlo = 0;
 
     if (v == NULL)
         return rc;
-    v->of = malloc(sizeof(int) * (size_t)c->size);
-    v->user = malloc(sizeof(int) * (size_t)c->size);
+    memset(v, 0, sizeof(*v));
+    v->of = ftw_agree_malloc_after(sizeof(int) * (size_t)c->size);
+    v->user = ftw_agree_malloc_after(sizeof(int) * (size_t)c->size);
     if (c->is_inter) {
-        world = malloc(sizeof(int) * (size_t)(ftw_agree_members(c) + 1));
+        world = ftw_agree_malloc_after(sizeof(int) *
+                                       (size_t)(ftw_agree_members(c) + 1));
         if (world == NULL)
             goto out;
         lo = ftw_agree_member_list(c, world) - c->rank;
@@ -299,21 +303,41 @@ static int drain_peer_discard(ftw_comm_t *c, int peer, int marker)
 
     for (;;) {
         MPI_Status st;
+        MPI_Message msg;
         MPI_Request req;
-        MPI_Count n;
+        MPI_Count n = 0;
         void *tmp;
         int rc, flag = 0;
 
+        /* The message probed is the one received (another thread's
+         * receive cannot take it in between). */
         while (!flag) {
-            PMPI_Iprobe(np, MPI_ANY_TAG, p2p, &flag, &st);
+            rc = PMPI_Improbe(np, MPI_ANY_TAG, p2p, &flag, &msg, &st);
+            if (rc != MPI_SUCCESS)
+                return rc;
             if (!flag && ftw_comm_peer_failed(c, peer))
                 return MPI_SUCCESS;     /* nothing more will come */
         }
         PMPI_Get_elements_x(&st, MPI_BYTE, &n);
         tmp = malloc((size_t)n + 1);
-        if (tmp == NULL)
+        if (tmp == NULL) {
+            /* Matched, so taken off the queue all the same: received
+             * truncated (the error returned, not raised). */
+            MPI_Errhandler eh;
+
+            if (PMPI_Comm_get_errhandler(p2p, &eh) == MPI_SUCCESS) {
+                PMPI_Comm_set_errhandler(p2p, MPI_ERRORS_RETURN);
+                PMPI_Mrecv(NULL, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+                PMPI_Comm_set_errhandler(p2p, eh);
+                PMPI_Errhandler_free(&eh);
+            }
             return MPI_ERR_NO_MEM;
-        PMPI_Irecv(tmp, (int)n, MPI_BYTE, np, st.MPI_TAG, p2p, &req);
+        }
+        rc = PMPI_Imrecv(tmp, (int)n, MPI_BYTE, &msg, &req);
+        if (rc != MPI_SUCCESS) {
+            free(tmp);
+            return rc;
+        }
         rc = ftw_req_wait(&info, &req, MPI_STATUS_IGNORE, 1);
         free(tmp);
         if (rc != MPI_SUCCESS || st.MPI_TAG == marker)

@@ -49,8 +49,8 @@ static void survivors_set(ftw_comm_t *c, MPI_Comm coll, int nsurv, int *surv,
 static int validate_apply(ftw_comm_t *c, const uint8_t *failed, int flag)
 {
     MPI_Comm coll;
-    int *surv = malloc(sizeof(int) * (size_t)c->size);
-    int *surv_of = malloc(sizeof(int) * (size_t)c->size);
+    int *surv = ftw_agree_malloc_after(sizeof(int) * (size_t)c->size);
+    int *surv_of = ftw_agree_malloc_after(sizeof(int) * (size_t)c->size);
     int nsurv = 0, rc;
 
     if (!surv || !surv_of) {
@@ -80,20 +80,25 @@ out:
 }
 
 /* The decided failed ranks as a group of c's ranks. */
-static void failed_group_of(ftw_comm_t *c, const uint8_t *failed,
-                            MPI_Group *group)
+static int failed_group_of(ftw_comm_t *c, const uint8_t *failed,
+                           MPI_Group *group)
 {
     MPI_Group all;
-    int *ranks = malloc(sizeof(int) * (size_t)c->size);
-    int n = 0;
+    int *ranks = ftw_agree_malloc_after(sizeof(int) * (size_t)c->size);
+    int n = 0, rc;
 
-    PMPI_Comm_group(c->user, &all);
-    for (int r = 0; ranks != NULL && r < c->size; r++)
+    *group = MPI_GROUP_EMPTY;
+    if (ranks == NULL || PMPI_Comm_group(c->user, &all) != MPI_SUCCESS) {
+        free(ranks);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int r = 0; r < c->size; r++)
         if (failed[r])
             ranks[n++] = r;
-    PMPI_Group_incl(all, n, ranks ? ranks : &n, group);
+    rc = PMPI_Group_incl(all, n, ranks, group);
     PMPI_Group_free(&all);
     free(ranks);
+    return rc;
 }
 
 int ftw_validate_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
@@ -107,8 +112,10 @@ int ftw_validate_finish(ftw_comm_t *c, const uint8_t *failed, int flag,
     c->coll_active = 1;
     c->coll_gen++;
     ftw_stat_add(FTW_STAT_VALIDATES, 1);
+    /* Out of memory here, the validate is done all the same: the error
+     * says the group is missing (every member decided alike). */
     if (failed_group != NULL)
-        failed_group_of(c, failed, failed_group);
+        return failed_group_of(c, failed, failed_group);
     return MPI_SUCCESS;
 }
 
@@ -142,7 +149,7 @@ int ftw_agree_prepare_inter(MPI_Comm comm, ftw_comm_t **c_p,
     c = ftw_comm_get(comm);
     if (c == NULL || !inter_agrees(c))
         return ftw_agree_prepare(comm, c_p, failed_p);
-    *failed_p = malloc((size_t)ftw_agree_members(c) + 1);
+    *failed_p = ftw_agree_malloc((size_t)ftw_agree_members(c) + 1);
     if (*failed_p == NULL)
         return MPI_ERR_NO_MEM;
     ftw_comm_refresh(c);
@@ -164,7 +171,7 @@ int ftw_agree_prepare(MPI_Comm comm, ftw_comm_t **c_p, uint8_t **failed_p)
                   "ftwrap did not see made");
         return MPI_ERR_COMM;
     }
-    *failed_p = malloc((size_t)c->size + 1);
+    *failed_p = ftw_agree_malloc((size_t)c->size + 1);
     if (*failed_p == NULL)
         return MPI_ERR_NO_MEM;
     ftw_comm_refresh(c);
@@ -174,19 +181,25 @@ int ftw_agree_prepare(MPI_Comm comm, ftw_comm_t **c_p, uint8_t **failed_p)
 
 /* The processes failed[] marks among the member list world[] (world
  * ranks: one job), as a group. */
-static void failed_world_group(const uint8_t *failed, const int *world,
-                               int n, MPI_Group *group)
+static int failed_world_group(const uint8_t *failed, const int *world,
+                              int n, MPI_Group *group)
 {
     MPI_Group wg;
-    int *ranks = malloc(sizeof(int) * (size_t)(n ? n : 1)), nf = 0;
+    int *ranks = ftw_agree_malloc_after(sizeof(int) * (size_t)(n ? n : 1));
+    int nf = 0, rc;
 
-    for (int i = 0; ranks != NULL && i < n; i++)
+    *group = MPI_GROUP_EMPTY;
+    if (ranks == NULL || PMPI_Comm_group(MPI_COMM_WORLD, &wg) != MPI_SUCCESS) {
+        free(ranks);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int i = 0; i < n; i++)
         if (failed[i] & 1)
             ranks[nf++] = world[i];
-    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
-    PMPI_Group_incl(wg, nf, ranks ? ranks : &nf, group);
+    rc = PMPI_Group_incl(wg, nf, ranks, group);
     PMPI_Group_free(&wg);
     free(ranks);
+    return rc;
 }
 
 /*
@@ -201,11 +214,11 @@ static void failed_world_group(const uint8_t *failed, const int *world,
 static int validate_inter(ftw_comm_t *c, MPI_Group *failed_group)
 {
     int n = ftw_agree_members(c), lo, flag, rc, nsurv = 0, rlo;
-    int *world = malloc(sizeof(int) * (size_t)(n + 1));
-    uint8_t *failed = malloc((size_t)n + 1);
-    int *surv = malloc(sizeof(int) * (size_t)(c->size + 1));
-    int *surv_of = malloc(sizeof(int) * (size_t)(c->size + 1));
-    uint8_t *local_out = malloc((size_t)c->nlocal + 1);
+    int *world = ftw_agree_malloc(sizeof(int) * (size_t)(n + 1));
+    uint8_t *failed = ftw_agree_malloc((size_t)n + 1);
+    int *surv = ftw_agree_malloc(sizeof(int) * (size_t)(c->size + 1));
+    int *surv_of = ftw_agree_malloc(sizeof(int) * (size_t)(c->size + 1));
+    uint8_t *local_out = ftw_agree_malloc((size_t)c->nlocal + 1);
     MPI_Comm coll = MPI_COMM_NULL;
 
     rc = world && failed && surv && surv_of && local_out ? MPI_SUCCESS
@@ -241,7 +254,7 @@ static int validate_inter(ftw_comm_t *c, MPI_Group *failed_group)
     c->coll_active = 1;
     c->coll_gen++;
     ftw_stat_add(FTW_STAT_VALIDATES, 1);
-    failed_world_group(failed, world, n, failed_group);
+    rc = failed_world_group(failed, world, n, failed_group);
 out:
     free(world);
     free(failed);
@@ -362,11 +375,14 @@ void ftw_validate_progress(void)
         ftw_validates_pending--;
         ftw_noisy--;
         {
-            int flag;
+            int flag, err;
 
             ftw_agree_result(v->agree, v->failed, &flag);
+            /* A member ran short of memory: nobody goes on. */
+            err = ftw_agree_error(v->agree);
             ftw_agree_free(v->agree);
-            v->err = v->finish(v->c, v->failed, flag, v->out);
+            v->err = err != MPI_SUCCESS ? err :
+                     v->finish(v->c, v->failed, flag, v->out);
         }
         free(v->failed);
         v->failed = NULL;

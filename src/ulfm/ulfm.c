@@ -123,7 +123,7 @@ FTW_EXPORT int MPIX_Comm_ack_failed(MPI_Comm comm, int num_to_ack,
  * included: a failure nobody knew is no error). */
 static uint8_t *agree_proposal_of(ftw_comm_t *c, const int *world, int n)
 {
-    uint8_t *v = malloc((size_t)n + 1);
+    uint8_t *v = ftw_agree_malloc((size_t)n + 1);
 
     if (v == NULL)
         return NULL;
@@ -207,8 +207,8 @@ static int agree_native(MPI_Comm comm, int *flag)
 static int agree_inter(ftw_comm_t *c, int *flag)
 {
     int n = ftw_agree_members(c), lo, f1 = 0, f2 = 0, rc;
-    int *world = malloc(sizeof(int) * (size_t)(n + 1));
-    uint8_t *failed = malloc((size_t)n + 1), *prop = NULL;
+    int *world = ftw_agree_malloc(sizeof(int) * (size_t)(n + 1));
+    uint8_t *failed = ftw_agree_malloc((size_t)n + 1), *prop = NULL;
 
     rc = world != NULL && failed != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
     if (rc == MPI_SUCCESS) {
@@ -371,8 +371,8 @@ static int shrink_tag(const ftw_comm_t *c)
 static int shrink_inter(ftw_comm_t *c, MPI_Comm *newcomm)
 {
     int n = ftw_agree_members(c);
-    int *world = malloc(sizeof(int) * (size_t)(n + 1));
-    uint8_t *failed = malloc((size_t)n + 1);
+    int *world = ftw_agree_malloc(sizeof(int) * (size_t)(n + 1));
+    uint8_t *failed = ftw_agree_malloc((size_t)n + 1);
     int rc, flag, tag, lo;
     MPI_Comm nc = MPI_COMM_NULL;
 

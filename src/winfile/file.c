@@ -94,13 +94,20 @@ int ftw_file_opened(ftw_coll_t *co, int rc, MPI_File *fh,
     ftw_file_t *f;
     ftw_comm_t *c;
     MPI_Comm members;
+    int lost;
 
     if (rc != MPI_SUCCESS)
         return rc;
     /* Every member makes the duplicate, even one out of memory for the
      * record: the others wait in it. */
     f = calloc(1, sizeof(*f));
-    members = ftw_members_dup(co);
+    members = ftw_members_dup(co, &lost);
+    if (lost) {
+        /* As for a window (ftw_win_made): the MPI keeps the file. */
+        free(f);
+        *fh = MPI_FILE_NULL;
+        return ftw_raise(co->comm, FTW_ERR_PROC_FAIL_STOP, co->name, -1);
+    }
     if (f != NULL) {
         f->comm = members;
         f->filename = strdup(filename);

@@ -9,12 +9,32 @@
 #include "core/comm.h"
 #include "ftwrap.h"
 
-MPI_Comm ftw_members_dup(ftw_coll_t *co)
+static int native_size(MPI_Comm comm)
+{
+    int n = -1;
+
+    PMPI_Comm_size(comm, &n);
+    return n;
+}
+
+MPI_Comm ftw_members_dup(ftw_coll_t *co, int *lost)
 {
     MPI_Comm dup = MPI_COMM_NULL;
+    int rc;
 
-    if (PMPI_Comm_dup(co->native, &dup) != MPI_SUCCESS)
+    *lost = 0;
+    /* co->native holds the members of co->c (no failed one excluded:
+     * windows and files are made on communicators without). */
+    if (co->c == NULL || co->c->is_inter ||
+        co->c->size != native_size(co->native)) {
+        if (PMPI_Comm_dup(co->native, &dup) != MPI_SUCCESS)
+            return MPI_COMM_NULL;
+    } else if ((rc = ftw_comm_dup_watched(co->native, co->c->peer_world,
+                                          co->c->size, &dup)) !=
+               MPI_SUCCESS) {
+        *lost = rc == FTW_ERR_PROC_FAIL_STOP;
         return MPI_COMM_NULL;
+    }
     PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
     ftw_comm_track(dup, co->child_id, co->c);
     return dup;

@@ -14,8 +14,10 @@
 
 /* Make the duplicate of co->native (collective over it: every member
  * calls it, even one that will not keep a record), tracked with the
- * creation's child id; MPI_COMM_NULL if it could not be made. */
-MPI_Comm ftw_members_dup(ftw_coll_t *co);
+ * creation's child id; MPI_COMM_NULL if it could not be made, with *lost
+ * set when that is because a member failed meanwhile (the duplicate was
+ * given up instead of waiting for it). */
+MPI_Comm ftw_members_dup(ftw_coll_t *co, int *lost);
 
 /* 1 if a member still in the object failed (surv_of: NULL, or -1 for the
  * members a validate excluded); computed again only when the failure

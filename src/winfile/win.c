@@ -173,6 +173,7 @@ int ftw_win_made(ftw_coll_t *co, int rc, MPI_Win *win, void *base,
     ftw_win_t *w;
     ftw_comm_t *c;
     MPI_Comm members;
+    int lost;
 
     (void)info;
     if (rc != MPI_SUCCESS)
@@ -182,7 +183,16 @@ int ftw_win_made(ftw_coll_t *co, int rc, MPI_Win *win, void *base,
     /* Every member makes the duplicate, even one out of memory for the
      * record: the others wait in it. */
     w = calloc(1, sizeof(*w));
-    members = ftw_members_dup(co);
+    members = ftw_members_dup(co, &lost);
+    if (lost) {
+        /* A member died after the window was made: the survivors fail
+         * the call rather than wait for it (the MPI keeps the window,
+         * whose release would wait for the dead member too). */
+        free(w);
+        ftw_win_count(-1);
+        *win = MPI_WIN_NULL;
+        return ftw_raise(co->comm, FTW_ERR_PROC_FAIL_STOP, co->name, -1);
+    }
     if (w != NULL)
         w->comm = members;
     if (w == NULL || members == MPI_COMM_NULL ||

@@ -1,0 +1,7 @@
+/* ftw-test: np=4 mode=ftwrap timeout=40 link=ftwrap env=FTW_INJECT=rank=2,at=nomem:1 */
+/*
+ * agree_nomem_shrink - agree_nomem.c with MPIX_Comm_shrink: a member short of memory
+ * for its agreement makes it fail with MPI_ERR_NO_MEM everywhere.
+ */
+#define OP 2
+#include "agree_nomem.c"
