@@ -134,7 +134,7 @@ RULES = [
     (r"MPI_(Comm_set_errhandler|Comm_get_errhandler|Comm_call_errhandler|"
      r"Errhandler_free)", "errhandler", set()),
 
-    # ULFM: ftwrap's own (src/ulfm/revoke.c, ulfm.c), never the MPI's.  The
+    # ULFM: ftwrap's own (src/core/revoke.c, src/ulfm/ulfm.c), never the MPI's.  The
     # calls an mpi.h does not declare (all of them on Open MPI 4.1; is_revoked,
     # ishrink, iagree, ack_failed, get_failed on MPICH 4.0) are written by
     # hand in src/ and declared in include/mpi-ext.h.

@@ -48,7 +48,7 @@ void ftw_detect_pause(void);
  * flight, a revoke bell heard.  Read with one relaxed load. */
 extern _Atomic int ftw_noisy;
 
-/* Revoke bells: a process that revoked a communicator (ulfm/revoke.c) rings
+/* Revoke bells: a process that revoked a communicator (core/revoke.c) rings
  * the bell of every other member over the detector's socket after sending
  * the notice itself on the communicator's control communicator.  The
  * detector thread counts the bells it hears in ftw_det_bells and, on the

@@ -24,7 +24,7 @@
  *   BYE   sent by ftw_detect_quiesce: this process is finalizing; its
  *         exit is no failure.  Sent in every mode (pidfd peers use it too).
  *   BELL  "a revoke notice waits for you on a control communicator"
- *         (ulfm/revoke.c); the notice itself travels through the MPI.
+ *         (core/revoke.c); the notice itself travels through the MPI.
  *   PING  "answer with a heartbeat".  When a heartbeat timeout declares a
  *         rank on another host, every other live rank of that host is
  *         pinged and declared failed too unless a datagram from it comes
