@@ -24,6 +24,7 @@
 #include "util/stats.h"
 
 int ftw_req_count;
+_Atomic int ftw_req_early_count;
 int ftw_threaded;       /* MPI_THREAD_MULTIPLE: the table needs its lock */
 
 /*
@@ -137,6 +138,14 @@ static void req_slot_clear(size_t i)
     }
 }
 
+/* The table took (+1) or lost (-1) entry e. */
+static inline void req_early_note(const ftw_req_t *e, int delta)
+{
+    if (ftw_unlikely(e->info.early))
+        atomic_fetch_add_explicit(&ftw_req_early_count, delta,
+                                  memory_order_relaxed);
+}
+
 /* Only a process whose threads may call MPI at once pays for the lock. */
 static inline void req_table_lock(void)
 {
@@ -173,6 +182,7 @@ static void req_retire_locked(MPI_Request req)
     e = req_slots[at].e;
     req_slot_clear((size_t)at);
     ftw_req_count--;
+    req_early_note(e, -1);
     e->next = req_retired;
     req_retired = e;
 }
@@ -358,6 +368,29 @@ void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
     req_entry_insert(e);
 }
 
+void ftw_req_add_rndv_quiet(MPI_Request req, MPI_Comm comm, int peer,
+                            void *buf, MPI_Count count, MPI_Datatype dt,
+                            int rndv, void *owned)
+{
+    ftw_req_t *e;
+
+    /* Unrecorded, owned stays: the MPI may write it. */
+    if (req == MPI_REQUEST_NULL || (e = req_entry_get(req)) == NULL)
+        return;
+    memset(&e->info, 0, sizeof(e->info));
+    e->info.comm = comm;
+    e->info.peer = peer;
+    e->info.peer2 = FTW_NO_PEER;
+    e->info.kind = FTW_OP_RECV;
+    e->info.rndv = (uint8_t)rndv;
+    e->info.owned = owned;
+    e->info.pooled = owned != NULL;
+    e->info.buf = buf;
+    e->info.count = count;
+    e->info.dt = dt;
+    req_entry_insert(e);
+}
+
 /* Insert e (the table locked) and unlock. */
 static void req_entry_insert(ftw_req_t *e)
 {
@@ -368,11 +401,10 @@ static void req_entry_insert(ftw_req_t *e)
          * the old entry takes the new record, e goes back to the list. */
         ftw_req_t *old = req_slots[at].e;
 
-        if (old->info.owned != NULL) {
-            ftw_rndv_send_end(old->info.owned);
-            free(old->info.owned);
-        }
+        ftw_req_owned_free(old->info.owned, old->info.pooled);
+        req_early_note(old, -1);
         old->info = e->info;
+        req_early_note(old, 1);
         e->next = req_free_list;
         req_free_list = e;
         req_table_unlock();
@@ -394,6 +426,7 @@ static void req_entry_insert(ftw_req_t *e)
         }
     }
     ftw_req_count++;
+    req_early_note(e, 1);
     req_table_unlock();
 }
 
@@ -443,6 +476,7 @@ static ftw_req_t *req_unlink_locked(long at)
 
     req_slot_clear((size_t)at);
     ftw_req_count--;
+    req_early_note(e, -1);
     e->next = req_free_list;
     req_free_list = e;
     return e;
@@ -482,20 +516,68 @@ int ftw_req_remove(MPI_Request req, ftw_reqinfo_t *out)
     return at >= 0;
 }
 
-static void req_owned_free(void *owned)
+/*
+ * The per-thread free list of request blocks.  A block a thread releases
+ * goes to its own list (a request may end on another thread than the one
+ * that posted it); a list keeps at most BLOCKS_KEPT, the rest is freed.
+ */
+#define BLOCKS_KEPT 256
+
+typedef struct req_block {
+    struct req_block *next;
+} req_block_t;
+
+static FTW_TLS req_block_t *blocks;
+static FTW_TLS int blocks_n;
+
+void *ftw_req_block_get(void)
 {
-    if (owned != NULL) {
-        ftw_rndv_send_end(owned);
-        free(owned);
+    req_block_t *b = blocks;
+
+    if (ftw_likely(b != NULL)) {
+        blocks = b->next;
+        blocks_n--;
+        return b;
     }
+    return malloc(FTW_REQ_BLOCK);
+}
+
+void ftw_req_block_put(void *p)
+{
+    req_block_t *b = p;
+
+    if (b == NULL)
+        return;
+    if (blocks_n >= BLOCKS_KEPT) {
+        free(b);
+        return;
+    }
+    b->next = blocks;
+    blocks = b;
+    blocks_n++;
+}
+
+void ftw_req_owned_free(void *owned, int pooled)
+{
+    if (owned == NULL)
+        return;
+    if (pooled) {
+        ftw_req_block_put(owned);
+        return;
+    }
+    ftw_rndv_send_end(owned);
+    free(owned);
 }
 
 static void req_del_locked(MPI_Request req)
 {
     long at = req_slot_find(req);
 
-    if (at >= 0)
-        req_owned_free(req_unlink_locked(at)->info.owned);
+    if (at >= 0) {
+        ftw_req_t *e = req_unlink_locked(at);
+
+        ftw_req_owned_free(e->info.owned, e->info.pooled);
+    }
 }
 
 /* A retired record of req: forgotten; 1 if there was one. */
@@ -503,13 +585,15 @@ static int req_del_retired(MPI_Request req)
 {
     ftw_req_t *e, **pp;
     void *owned;
+    int pooled;
 
     if (ftw_likely(req_retired == NULL) ||
         (e = req_retired_find(req, &pp)) == NULL)
         return 0;
     owned = e->info.owned;
+    pooled = e->info.pooled;
     req_unretire(pp);
-    req_owned_free(owned);
+    ftw_req_owned_free(owned, pooled);
     return 1;
 }
 
