@@ -126,8 +126,10 @@ static int reqset_init(reqset_t *s, int n, const MPI_Request reqs[])
         }
         set_carve(s, s->block, cap);
     }
-    if (n > 0)
+    if (n > 0) {
         memcpy(s->saved, reqs, sizeof(*reqs) * (size_t)n);
+        memset(s->has, 0, (size_t)n);
+    }
     for (int i = 0; i < n; i++)
         s->err[i] = FTW_PENDING_CODE;
     return MPI_SUCCESS;
@@ -151,14 +153,48 @@ static MPI_Status *reqset_statuses(reqset_t *s, MPI_Status *sts)
            ? s->st : sts;
 }
 
+/* reqset_t.has[i]: 0 no record, HAS_RECORD a copy of the table's,
+ * HAS_TAKEN the record itself, taken out of the table (reqset_take). */
+#define HAS_RECORD 1
+#define HAS_TAKEN 2
+
 /* Look the requests up once, when a failure makes it worth it. */
 static void reqset_lookup(reqset_t *s)
 {
     if (s->looked_up)
         return;
     for (int i = 0; i < s->n; i++)
-        s->has[i] = (unsigned char)ftw_req_lookup(s->saved[i], &s->info[i]);
+        if (s->has[i] != HAS_TAKEN)
+            s->has[i] = (unsigned char)ftw_req_lookup(s->saved[i],
+                                                      &s->info[i]);
     s->looked_up = 1;
+}
+
+/* Request i completed: a request the MPI freed has its record taken out
+ * of the table (one search instead of a lookup and the removal by
+ * reqset_fini; what it owned is released by reqset_release once it is
+ * finished); a persistent one's is looked up. */
+static void reqset_take(reqset_t *s, int i, const MPI_Request reqs[])
+{
+    if (s->has[i] == HAS_TAKEN)
+        return;
+    if (s->saved[i] != MPI_REQUEST_NULL && reqs[i] == MPI_REQUEST_NULL) {
+        s->has[i] = ftw_req_remove(s->saved[i], &s->info[i]) ? HAS_TAKEN : 0;
+        if (s->has[i])
+            s->saved[i] = MPI_REQUEST_NULL;     /* reqset_fini skips it */
+    } else if (!s->looked_up) {
+        s->has[i] = (unsigned char)ftw_req_lookup(s->saved[i], &s->info[i]);
+    }
+}
+
+/* The memory a taken record owned: nothing uses it any more. */
+static void reqset_release(reqset_t *s, int i)
+{
+    if (s->has[i] != HAS_TAKEN || s->info[i].owned == NULL)
+        return;
+    ftw_req_owned_free(s->info[i].owned, s->info[i].pooled);
+    s->info[i].owned = NULL;
+    s->info[i].bounce = NULL;
 }
 
 /* Completed requests' statuses in the user's rank numbers (only once a
@@ -218,19 +254,20 @@ static int reqset_drained(reqset_t *s, int k, const int idx[],
 /* Completed requests j of k (request idx[j], or j) that carry a
  * rendezvous are finished (the pull, or the FIN read); 1 if any ended in
  * error (s->err set). */
-static int reqset_rndv(reqset_t *s, int k, const int idx[], MPI_Status sts[])
+static int reqset_rndv(reqset_t *s, int k, const int idx[], MPI_Status sts[],
+                       const MPI_Request reqs[])
 {
     int bad = 0;
 
     if (ftw_likely(ftw_rndv_min == 0) || sts == MPI_STATUSES_IGNORE)
         return 0;
-    reqset_lookup(s);
     for (int j = 0; j < k; j++) {
         int i = idx ? idx[j] : j, rc;
 
-        if (!s->has[i] || !s->info[i].rndv)
-            continue;
-        rc = ftw_rndv_finish(&s->info[i], &sts[j]);
+        reqset_take(s, i, reqs);
+        rc = s->has[i] && s->info[i].rndv ?
+             ftw_rndv_finish(&s->info[i], &sts[j]) : MPI_SUCCESS;
+        reqset_release(s, i);
         if (rc != MPI_SUCCESS) {
             s->err[i] = rc;
             bad = 1;
@@ -367,7 +404,7 @@ static int all_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
             if (rc == MPI_SUCCESS && st != MPI_STATUS_IGNORE)
                 reqset_drained(s, 1, &i, st);
             if (s->err[i] == MPI_SUCCESS && st != MPI_STATUS_IGNORE)
-                reqset_rndv(s, 1, &i, st);
+                reqset_rndv(s, 1, &i, st, reqs);
             continue;
         }
         if (check_failures)
@@ -394,13 +431,13 @@ static int all_result(reqset_t *s, MPI_Status sts[], const char *name)
 #if !defined(MPICH)
 /* Every request of the set completed: finish their rendezvous; 1 if
  * any failed (then s->err holds every outcome). */
-static int all_rndv(reqset_t *s, MPI_Status sts[])
+static int all_rndv(reqset_t *s, MPI_Status sts[], const MPI_Request reqs[])
 {
     if (ftw_likely(ftw_rndv_min == 0))
         return 0;
     for (int i = 0; i < s->n; i++)
         s->err[i] = MPI_SUCCESS;
-    return reqset_rndv(s, s->n, NULL, sts);
+    return reqset_rndv(s, s->n, NULL, sts, reqs);
 }
 #endif
 
@@ -427,7 +464,7 @@ static int seq_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
                 return MPI_SUCCESS;
             s->err[i] = rc;
             if (rc == MPI_SUCCESS && st != MPI_STATUS_IGNORE)
-                reqset_rndv(s, 1, &i, st);
+                reqset_rndv(s, 1, &i, st, reqs);
         }
         s->next++;
     }
@@ -465,7 +502,7 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
     while (!failures_known() && !drains_known()) {
         rc = ftw_req_testall(n, s.saved, reqs, &flag, sts);
         if (rc != MPI_SUCCESS || flag) {
-            if (rc == MPI_SUCCESS && all_rndv(&s, sts))
+            if (rc == MPI_SUCCESS && all_rndv(&s, sts, reqs))
                 rc = all_result(&s, sts, "MPI_Waitall");
             reqset_sources(&s, n, NULL, sts);
             goto out;
@@ -499,7 +536,7 @@ int ftw_testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
         for (int i = 0; i < n; i++)
             s.err[i] = MPI_SUCCESS;
         if (reqset_drained(&s, n, NULL, sts) |
-            reqset_rndv(&s, n, NULL, sts))
+            reqset_rndv(&s, n, NULL, sts, reqs))
             rc = all_result(&s, sts, "MPI_Testall");
         reqset_sources(&s, n, NULL, sts);
         reqset_fini(&s, reqs);
@@ -573,7 +610,7 @@ static int any_common(int n, MPI_Request reqs[], int *index, int *flag,
             if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED &&
                 status != MPI_STATUS_IGNORE) {
                 if (reqset_drained(&s, 1, index, status) ||
-                    reqset_rndv(&s, 1, index, status))
+                    reqset_rndv(&s, 1, index, status, reqs))
                     rc = reqset_raise(&s, name, s.err[*index]);
                 reqset_sources(&s, 1, index, status);
             }
@@ -634,7 +671,7 @@ static int some_common(int n, MPI_Request reqs[], int *outcount,
         for (int k = 0; k < *outcount; k++)
             s.err[indices[k]] = MPI_SUCCESS;
         bad |= reqset_drained(&s, *outcount, indices, sts);
-        bad |= reqset_rndv(&s, *outcount, indices, sts);
+        bad |= reqset_rndv(&s, *outcount, indices, sts, reqs);
         reqset_sources(&s, *outcount, indices, sts);
         if ((ftw_poll_changed(&p) || !blocking) && failures_known()) {
             for (int i = 0; i < n; i++) {

@@ -525,6 +525,7 @@ static int recv_fast(void *buf, int count, MPI_Datatype dt, int source,
 }
 
 static int recv_finish(const ftw_reqinfo_t *info, MPI_Status *st);
+static int recvs_to_finish(void);
 
 /* A nonblocking receive on the fast path too small for any rendezvous
  * message: posted as the plain fast path posts it, recorded with no
@@ -618,6 +619,10 @@ int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
             bytes < (MPI_Count)ftw_rndv_min)
             return recv_small(buf, count, dt, bytes, source, tag, comm,
                               request);
+        /* A blocking one waits in the MPI, where no receive of this
+         * process's is finished early: only while none needs it. */
+        if (request == NULL && recvs_to_finish())
+            goto full;
         if (request == NULL && bytes < FTW_RTS_SIZE)
             return recv_fast_scratch(buf, count, dt, source, tag, comm, name,
                                      status);
@@ -626,7 +631,7 @@ int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
             return recv_fast(buf, count, dt, source, tag, comm, name, status,
                              lb);
     }
-
+full:
     ftw_op_begin(&op, name, comm, source, FTW_OP_RECV);
     ftw_op_set_buf(&op, buf, count, dt);
     op.info.persistent = (uint8_t)persistent;
@@ -981,6 +986,13 @@ static void orphans_progress(void)
         }
         pp = &o->next;
     }
+}
+
+/* Are there receives progress must finish (early ones, orphans)? */
+static int recvs_to_finish(void)
+{
+    return atomic_load_explicit(&ftw_req_early_count,
+                                memory_order_relaxed) > 0 || orphans != NULL;
 }
 
 void ftw_rndv_progress_recvs(void)
