@@ -391,16 +391,29 @@ void ftw_req_add_rndv_quiet(MPI_Request req, MPI_Comm comm, int peer,
     req_entry_insert(e);
 }
 
-/* Insert e (the table locked) and unlock. */
+/* Insert e (the table locked) and unlock.  One probe: the run from the
+ * key's home holds the key, if it is there, before its first empty slot
+ * (there are no tombstones), which is where a new key goes. */
 static void req_entry_insert(ftw_req_t *e)
 {
-    long at = req_slot_find(e->key);
+    size_t i;
 
-    if (at >= 0) {
+    if (!req_slots_room()) {
+        e->next = req_free_list;
+        req_free_list = e;
+        req_table_unlock();
+        ftw_warn_sparse("out of memory: a request will not be watched for "
+                        "peer failures");
+        return;
+    }
+    for (i = req_hash(e->key) & req_mask; req_slots[i].e != NULL;
+         i = (i + 1) & req_mask) {
+        ftw_req_t *old = req_slots[i].e;
+
+        if (req_slots[i].key != e->key)
+            continue;
         /* The MPI reused a handle whose completion ftwrap did not see:
          * the old entry takes the new record, e goes back to the list. */
-        ftw_req_t *old = req_slots[at].e;
-
         ftw_req_owned_free(old->info.owned, old->info.pooled);
         req_early_note(old, -1);
         old->info = e->info;
@@ -410,21 +423,8 @@ static void req_entry_insert(ftw_req_t *e)
         req_table_unlock();
         return;
     }
-    if (!req_slots_room()) {
-        e->next = req_free_list;
-        req_free_list = e;
-        req_table_unlock();
-        ftw_warn_sparse("out of memory: a request will not be watched for "
-                        "peer failures");
-        return;
-    }
-    for (size_t i = req_hash(e->key) & req_mask;; i = (i + 1) & req_mask) {
-        if (req_slots[i].e == NULL) {
-            req_slots[i].key = e->key;
-            req_slots[i].e = e;
-            break;
-        }
-    }
+    req_slots[i].key = e->key;
+    req_slots[i].e = e;
     ftw_req_count++;
     req_early_note(e, 1);
     req_table_unlock();
