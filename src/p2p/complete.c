@@ -428,28 +428,18 @@ static int all_result(reqset_t *s, MPI_Status sts[], const char *name)
     return reqset_raise(s, name, MPI_ERR_IN_STATUS);
 }
 
-#if !defined(MPICH)
-/* Every request of the set completed: finish their rendezvous; 1 if
- * any failed (then s->err holds every outcome). */
-static int all_rndv(reqset_t *s, MPI_Status sts[], const MPI_Request reqs[])
-{
-    if (ftw_likely(ftw_rndv_min == 0))
-        return 0;
-    for (int i = 0; i < s->n; i++)
-        s->err[i] = MPI_SUCCESS;
-    return reqset_rndv(s, s->n, NULL, sts, reqs);
-}
-#endif
 
-#if defined(MPICH)
-/* MPICH 4.0's MPI_Testall and MPI_Testsome fail on requests its
- * MPI_Waitall completes (persistent collectives started in another order
- * than the array's: an error, or no completion ever; ROMIO's requests: an
- * assertion on their reference count).  Its MPI_Waitall finishes the
- * requests one after the other in array order, so the failure-free wait
- * does the same with MPI_Test: request s->next first, each status where
- * MPI_Waitall puts it and each outcome in s->err (a failure found later
- * leaves the finished ones alone).  *done once every request is. */
+/* The failure-free wait finishes the requests one after the other in
+ * array order with MPI_Test, as both MPIs' own MPI_Waitall do: request
+ * s->next first, each status where MPI_Waitall puts it and each outcome
+ * in s->err (a failure found later leaves the finished ones alone).
+ * *done once every request is.  A pass costs one test of the first
+ * unfinished request (MPI_Testall would look at every request of the set
+ * again on each pass while messages trickle in).  MPICH 4.0 also needs
+ * it: its MPI_Testall and MPI_Testsome fail on requests its MPI_Waitall
+ * completes (persistent collectives started in another order than the
+ * array's: an error, or no completion ever; ROMIO's requests: an
+ * assertion on their reference count). */
 static int seq_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
                      int *done)
 {
@@ -472,7 +462,6 @@ static int seq_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
     return MPI_SUCCESS;
 }
 
-#endif
 
 int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
@@ -487,7 +476,6 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
         return rc;
     sts = reqset_statuses(&s, sts);
     ftw_poll_init(&p);
-#if defined(MPICH)
     while (!failures_known() && !drains_known()) {
         rc = seq_round(&s, reqs, sts, &flag);
         if (rc != MPI_SUCCESS || flag) {
@@ -498,18 +486,6 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
         }
         ftw_poll_idle(&p);
     }
-#else
-    while (!failures_known() && !drains_known()) {
-        rc = ftw_req_testall(n, s.saved, reqs, &flag, sts);
-        if (rc != MPI_SUCCESS || flag) {
-            if (rc == MPI_SUCCESS && all_rndv(&s, sts, reqs))
-                rc = all_result(&s, sts, "MPI_Waitall");
-            reqset_sources(&s, n, NULL, sts);
-            goto out;
-        }
-        ftw_poll_idle(&p);
-    }
-#endif
     /* Requests' fates change only with new failures: check them on the
      * first round and whenever the failure epoch moves. */
     while (all_round(&s, reqs, sts, ftw_poll_changed(&p) || !s.looked_up))
