@@ -20,10 +20,16 @@
  * MPI_Waitall, then a zero-byte reply; native (PMPI_Isend, PMPI_Irecv,
  * PMPI_Waitall) and through ftwrap alternate the same way.
  *
+ * With one rank the same windows go to the rank itself (64 receives
+ * posted, then 64 sends, one MPI_Waitall over the 128): what ftwrap costs
+ * per message in CPU time alone, without the wait for another process
+ * that scheduling on a loaded machine stretches in both variants.
+ *
  *   overhead [--iters N] [--reps R] [--rate-only]
  * prints "ovh <bytes> <native_us> <ftwrap_us> <ratio> <irecv_test_ratio>"
  * lines, then "rate <bytes> <native_msgs_per_s> <ftwrap_msgs_per_s>
- * <ratio>" lines (ratio: ftwrap's rate over the native one).
+ * <ratio>" lines (ratio: ftwrap's rate over the native one); one rank:
+ * "self <bytes> <native_ns> <ftwrap_ns> <ratio>" per message.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -150,6 +156,64 @@ static double msgrate(const calls_t *k, int rank, int size, int iters,
     return (double)iters * WINDOW / (PMPI_Wtime() - t0);
 }
 
+/* Nanoseconds per message over iters windows to self. */
+static double selfrate(const calls_t *k, int size, int iters,
+                       unsigned char *rbuf, unsigned char *sbuf)
+{
+    MPI_Request reqs[2 * WINDOW];
+    double t0 = PMPI_Wtime();
+
+    for (int i = 0; i < iters; i++) {
+        unsigned char mark = (unsigned char)(i * 13 + size);
+
+        for (int w = 0; w < WINDOW; w++)
+            k->irecv(rbuf + (size_t)w * size, size, MPI_BYTE, 0, w,
+                     MPI_COMM_WORLD, &reqs[w]);
+        sbuf[0] = mark;
+        sbuf[(size_t)(WINDOW - 1) * size] = mark;
+        for (int w = 0; w < WINDOW; w++)
+            k->isend(sbuf + (size_t)w * size, size, MPI_BYTE, 0, w,
+                     MPI_COMM_WORLD, &reqs[WINDOW + w]);
+        k->waitall(2 * WINDOW, reqs, MPI_STATUSES_IGNORE);
+        if (rbuf[0] != mark || rbuf[(size_t)(WINDOW - 1) * size] != mark) {
+            fprintf(stderr, "overhead: size %d: wrong data to self\n", size);
+            PMPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    return (PMPI_Wtime() - t0) / iters / WINDOW * 1e9;
+}
+
+static void selfrates(int iters, int reps)
+{
+    static const int sizes[] = { 8, 1024, 4096, 8192 };
+    unsigned char *rbuf = calloc(WINDOW, RATE_MAX);
+    unsigned char *sbuf = calloc(WINDOW, RATE_MAX);
+
+    if (rbuf == NULL || sbuf == NULL) {
+        fprintf(stderr, "overhead: out of memory\n");
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (unsigned z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+        double nat[100], ftw[100], ratio[100];
+        int size = sizes[z];
+
+        selfrate(&native_calls, size, iters / 4 + 1, rbuf, sbuf);
+        selfrate(&ftwrap_calls, size, iters / 4 + 1, rbuf, sbuf);
+        for (int r = 0; r < reps; r++) {
+            nat[r] = selfrate(&native_calls, size, iters, rbuf, sbuf);
+            ftw[r] = selfrate(&ftwrap_calls, size, iters, rbuf, sbuf);
+            ratio[r] = nat[r] / ftw[r];
+        }
+        qsort(nat, (size_t)reps, sizeof(double), cmp_double);
+        qsort(ftw, (size_t)reps, sizeof(double), cmp_double);
+        qsort(ratio, (size_t)reps, sizeof(double), cmp_double);
+        printf("self %d %.1f %.1f %.4f\n", size, nat[reps / 2],
+               ftw[reps / 2], ratio[reps / 2]);
+    }
+    free(rbuf);
+    free(sbuf);
+}
+
 static void rates(int rank, int iters, int reps)
 {
     unsigned char *buf = calloc(WINDOW, RATE_MAX);
@@ -158,9 +222,11 @@ static void rates(int rank, int iters, int reps)
         fprintf(stderr, "overhead: out of memory\n");
         PMPI_Abort(MPI_COMM_WORLD, 1);
     }
-    for (int size = 8; size <= RATE_MAX; size *= 8) {
+    static const int sizes[] = { 8, 1024, 4096, 8192 };
+
+    for (unsigned z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
         double nat[100], ftw[100], ratio[100];
-        int n = size >= 1024 ? iters / 8 : iters;
+        int size = sizes[z], n = size >= 1024 ? iters / 4 : iters;
 
         msgrate(&native_calls, rank, size, n / 4 + 1, buf);  /* warm up */
         msgrate(&ftwrap_calls, rank, size, n / 4 + 1, buf);
@@ -181,7 +247,7 @@ static void rates(int rank, int iters, int reps)
 
 int main(int argc, char **argv)
 {
-    int rank, nprocs, iters = 20000, reps = 15, rate_only = 0;
+    int rank, nprocs, iters = 20000, reps = 21, rate_only = 0;
     unsigned char buf[MAXSIZE];
 
     MPI_Init(&argc, &argv);
@@ -195,9 +261,14 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
     }
+    if (nprocs == 1 && iters >= 1 && reps >= 1 && reps <= 100) {
+        selfrates(iters / 20 + 1, reps);
+        MPI_Finalize();
+        return 0;
+    }
     if (nprocs != 2 || iters < 1 || reps < 1 || reps > 100) {
         if (rank == 0)
-            fprintf(stderr, "usage: 2 ranks; overhead [--iters N] "
+            fprintf(stderr, "usage: 1 or 2 ranks; overhead [--iters N] "
                     "[--reps R<=100]\n");
         MPI_Finalize();
         return 2;

@@ -2,8 +2,6 @@
 #define _GNU_SOURCE
 #include "core/request.h"
 
-#include "core/lock.h"
-
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
@@ -21,6 +19,7 @@
 #include "util/stats.h"
 
 _Atomic int ftw_req_count;
+_Atomic int ftw_req_early_count;
 int ftw_threaded;       /* MPI_THREAD_MULTIPLE: the table needs its lock */
 
 static const ftw_req_ops_t *req_ops;
@@ -148,6 +147,14 @@ static void req_slot_clear(size_t i)
     }
 }
 
+/* The table took (+1) or lost (-1) entry e. */
+static inline void req_early_note(const ftw_req_t *e, int delta)
+{
+    if (ftw_unlikely(e->info.early))
+        atomic_fetch_add_explicit(&ftw_req_early_count, delta,
+                                  memory_order_relaxed);
+}
+
 /* Only a process whose threads may call MPI at once pays for the lock. */
 static inline void req_table_lock(void)
 {
@@ -184,6 +191,7 @@ static void req_retire_locked(MPI_Request req)
     e = req_slots[at].e;
     req_slot_clear((size_t)at);
     ftw_gate_add(ftw_req_count, -1);
+    req_early_note(e, -1);
     e->next = req_retired;
     req_retired = e;
 }
@@ -369,26 +377,36 @@ void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
     req_entry_insert(e);
 }
 
-/* Insert e (the table locked) and unlock. */
+void ftw_req_add_rndv_quiet(MPI_Request req, MPI_Comm comm, int peer,
+                            void *buf, MPI_Count count, MPI_Datatype dt,
+                            int rndv, void *owned)
+{
+    ftw_req_t *e;
+
+    /* Unrecorded, owned stays: the MPI may write it. */
+    if (req == MPI_REQUEST_NULL || (e = req_entry_get(req)) == NULL)
+        return;
+    memset(&e->info, 0, sizeof(e->info));
+    e->info.comm = comm;
+    e->info.peer = peer;
+    e->info.peer2 = FTW_NO_PEER;
+    e->info.kind = FTW_OP_RECV;
+    e->info.rndv = (uint8_t)rndv;
+    e->info.owned = owned;
+    e->info.pooled = owned != NULL;
+    e->info.buf = buf;
+    e->info.count = count;
+    e->info.dt = dt;
+    req_entry_insert(e);
+}
+
+/* Insert e (the table locked) and unlock.  One probe: the run from the
+ * key's home holds the key, if it is there, before its first empty slot
+ * (there are no tombstones), which is where a new key goes. */
 static void req_entry_insert(ftw_req_t *e)
 {
-    long at = req_slot_find(e->key);
+    size_t i;
 
-    if (at >= 0) {
-        /* The MPI reused a handle whose completion ftwrap did not see:
-         * the old entry takes the new record, e goes back to the list. */
-        ftw_req_t *old = req_slots[at].e;
-
-        if (old->info.owned != NULL) {
-            owned_end(old->info.owned);
-            free(old->info.owned);
-        }
-        old->info = e->info;
-        e->next = req_free_list;
-        req_free_list = e;
-        req_table_unlock();
-        return;
-    }
     if (!req_slots_room()) {
         e->next = req_free_list;
         req_free_list = e;
@@ -397,14 +415,27 @@ static void req_entry_insert(ftw_req_t *e)
                         "peer failures");
         return;
     }
-    for (size_t i = req_hash(e->key) & req_mask;; i = (i + 1) & req_mask) {
-        if (req_slots[i].e == NULL) {
-            req_slots[i].key = e->key;
-            req_slots[i].e = e;
-            break;
-        }
+    for (i = req_hash(e->key) & req_mask; req_slots[i].e != NULL;
+         i = (i + 1) & req_mask) {
+        ftw_req_t *old = req_slots[i].e;
+
+        if (req_slots[i].key != e->key)
+            continue;
+        /* The MPI reused a handle whose completion ftwrap did not see:
+         * the old entry takes the new record, e goes back to the list. */
+        ftw_req_owned_free(old->info.owned, old->info.pooled);
+        req_early_note(old, -1);
+        old->info = e->info;
+        req_early_note(old, 1);
+        e->next = req_free_list;
+        req_free_list = e;
+        req_table_unlock();
+        return;
     }
+    req_slots[i].key = e->key;
+    req_slots[i].e = e;
     ftw_gate_add(ftw_req_count, 1);
+    req_early_note(e, 1);
     req_table_unlock();
 }
 
@@ -454,6 +485,7 @@ static ftw_req_t *req_unlink_locked(long at)
 
     req_slot_clear((size_t)at);
     ftw_gate_add(ftw_req_count, -1);
+    req_early_note(e, -1);
     e->next = req_free_list;
     req_free_list = e;
     return e;
@@ -493,20 +525,68 @@ int ftw_req_remove(MPI_Request req, ftw_reqinfo_t *out)
     return at >= 0;
 }
 
-static void req_owned_free(void *owned)
+/*
+ * The per-thread free list of request blocks.  A block a thread releases
+ * goes to its own list (a request may end on another thread than the one
+ * that posted it); a list keeps at most BLOCKS_KEPT, the rest is freed.
+ */
+#define BLOCKS_KEPT 256
+
+typedef struct req_block {
+    struct req_block *next;
+} req_block_t;
+
+static FTW_TLS req_block_t *blocks;
+static FTW_TLS int blocks_n;
+
+void *ftw_req_block_get(void)
 {
-    if (owned != NULL) {
-        owned_end(owned);
-        free(owned);
+    req_block_t *b = blocks;
+
+    if (ftw_likely(b != NULL)) {
+        blocks = b->next;
+        blocks_n--;
+        return b;
     }
+    return malloc(FTW_REQ_BLOCK);
+}
+
+void ftw_req_block_put(void *p)
+{
+    req_block_t *b = p;
+
+    if (b == NULL)
+        return;
+    if (blocks_n >= BLOCKS_KEPT) {
+        free(b);
+        return;
+    }
+    b->next = blocks;
+    blocks = b;
+    blocks_n++;
+}
+
+void ftw_req_owned_free(void *owned, int pooled)
+{
+    if (owned == NULL)
+        return;
+    if (pooled) {
+        ftw_req_block_put(owned);
+        return;
+    }
+    owned_end(owned);
+    free(owned);
 }
 
 static void req_del_locked(MPI_Request req)
 {
     long at = req_slot_find(req);
 
-    if (at >= 0)
-        req_owned_free(req_unlink_locked(at)->info.owned);
+    if (at >= 0) {
+        ftw_req_t *e = req_unlink_locked(at);
+
+        ftw_req_owned_free(e->info.owned, e->info.pooled);
+    }
 }
 
 /* A retired record of req: forgotten; 1 if there was one. */
@@ -514,13 +594,15 @@ static int req_del_retired(MPI_Request req)
 {
     ftw_req_t *e, **pp;
     void *owned;
+    int pooled;
 
     if (ftw_likely(req_retired == NULL) ||
         (e = req_retired_find(req, &pp)) == NULL)
         return 0;
     owned = e->info.owned;
+    pooled = e->info.pooled;
     req_unretire(pp);
-    req_owned_free(owned);
+    ftw_req_owned_free(owned, pooled);
     return 1;
 }
 

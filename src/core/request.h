@@ -49,6 +49,9 @@ typedef struct {
                               * completes with FTW_ERR_PROC_FAIL_STOP */
     uint8_t cancelled;  /* PMPI_Cancel was called on it (Open MPI's
                          * receive cancel must not run twice) */
+    uint8_t pooled;     /* owned is a block of ftw_req_block_get */
+    uint8_t early;      /* a receive progress finishes as soon as its
+                         * message comes (ftw_rndv_progress_recvs) */
     uint32_t coll_gen;  /* FTW_OP_COLL: the communicator's coll_gen */
     uint32_t cut_seq;   /* FTW_OP_COLL: ftw_cut_seq when posted */
     uint32_t drain_seq; /* ftw_drain_seq when posted */
@@ -74,6 +77,9 @@ typedef struct ftw_req {
 
 extern _Atomic int ftw_req_count;   /* entries; 0 skips lookups (a gate) */
 
+/* Entries with info.early set; 0: progress has no receive to finish. */
+extern _Atomic int ftw_req_early_count;
+
 /* Record req (after a successful native post). */
 void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info);
 
@@ -82,6 +88,23 @@ void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info);
 void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
                        int persistent, void *buf, MPI_Count count,
                        MPI_Datatype dt);
+
+/* The same for a receive while the rendezvous is on: rndv its FTW_RNDV_*
+ * flags, owned (NULL, or a block of ftw_req_block_get) what it uses. */
+void ftw_req_add_rndv_quiet(MPI_Request req, MPI_Comm comm, int peer,
+                            void *buf, MPI_Count count, MPI_Datatype dt,
+                            int rndv, void *owned);
+
+/* Blocks of FTW_REQ_BLOCK bytes for the state of requests posted again
+ * and again (a window of receives): kept on a per-thread free list, so a
+ * post costs no allocation.  A block is also plain malloc memory, which
+ * free() may release. */
+#define FTW_REQ_BLOCK 192
+void *ftw_req_block_get(void);
+void ftw_req_block_put(void *b);
+
+/* Free what a record owned (ftw_reqinfo_t.owned, .pooled). */
+void ftw_req_owned_free(void *owned, int pooled);
 
 /* The entry of a handle, or NULL.  Under MPI_THREAD_MULTIPLE another
  * thread may complete the request and the entry be reused: read it only

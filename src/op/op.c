@@ -45,6 +45,8 @@ void ftw_op_begin(ftw_op_t *op, const char *name, MPI_Comm comm, int peer,
     op->info.rndv = 0;
     op->info.failed_at_start = 0;
     op->info.cancelled = 0;
+    op->info.pooled = 0;
+    op->info.early = 0;
     op->replay = 0;
     op->info.bounce = NULL;
     op->bounceable = 0;

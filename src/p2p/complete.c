@@ -126,8 +126,10 @@ static int reqset_init(reqset_t *s, int n, const MPI_Request reqs[])
         }
         set_carve(s, s->block, cap);
     }
-    if (n > 0)
+    if (n > 0) {
         memcpy(s->saved, reqs, sizeof(*reqs) * (size_t)n);
+        memset(s->has, 0, (size_t)n);
+    }
     for (int i = 0; i < n; i++)
         s->err[i] = FTW_PENDING_CODE;
     return MPI_SUCCESS;
@@ -151,14 +153,48 @@ static MPI_Status *reqset_statuses(reqset_t *s, MPI_Status *sts)
            ? s->st : sts;
 }
 
+/* reqset_t.has[i]: 0 no record, HAS_RECORD a copy of the table's,
+ * HAS_TAKEN the record itself, taken out of the table (reqset_take). */
+#define HAS_RECORD 1
+#define HAS_TAKEN 2
+
 /* Look the requests up once, when a failure makes it worth it. */
 static void reqset_lookup(reqset_t *s)
 {
     if (s->looked_up)
         return;
     for (int i = 0; i < s->n; i++)
-        s->has[i] = (unsigned char)ftw_req_lookup(s->saved[i], &s->info[i]);
+        if (s->has[i] != HAS_TAKEN)
+            s->has[i] = (unsigned char)ftw_req_lookup(s->saved[i],
+                                                      &s->info[i]);
     s->looked_up = 1;
+}
+
+/* Request i completed: a request the MPI freed has its record taken out
+ * of the table (one search instead of a lookup and the removal by
+ * reqset_fini; what it owned is released by reqset_release once it is
+ * finished); a persistent one's is looked up. */
+static void reqset_take(reqset_t *s, int i, const MPI_Request reqs[])
+{
+    if (s->has[i] == HAS_TAKEN)
+        return;
+    if (s->saved[i] != MPI_REQUEST_NULL && reqs[i] == MPI_REQUEST_NULL) {
+        s->has[i] = ftw_req_remove(s->saved[i], &s->info[i]) ? HAS_TAKEN : 0;
+        if (s->has[i])
+            s->saved[i] = MPI_REQUEST_NULL;     /* reqset_fini skips it */
+    } else if (!s->looked_up) {
+        s->has[i] = (unsigned char)ftw_req_lookup(s->saved[i], &s->info[i]);
+    }
+}
+
+/* The memory a taken record owned: nothing uses it any more. */
+static void reqset_release(reqset_t *s, int i)
+{
+    if (s->has[i] != HAS_TAKEN || s->info[i].owned == NULL)
+        return;
+    ftw_req_owned_free(s->info[i].owned, s->info[i].pooled);
+    s->info[i].owned = NULL;
+    s->info[i].bounce = NULL;
 }
 
 /* Completed requests' statuses in the user's rank numbers (only once a
@@ -218,19 +254,20 @@ static int reqset_drained(reqset_t *s, int k, const int idx[],
 /* Completed requests j of k (request idx[j], or j) that carry a
  * rendezvous are finished (the pull, or the FIN read); 1 if any ended in
  * error (s->err set). */
-static int reqset_rndv(reqset_t *s, int k, const int idx[], MPI_Status sts[])
+static int reqset_rndv(reqset_t *s, int k, const int idx[], MPI_Status sts[],
+                       const MPI_Request reqs[])
 {
     int bad = 0;
 
     if (ftw_likely(ftw_rndv_min == 0) || sts == MPI_STATUSES_IGNORE)
         return 0;
-    reqset_lookup(s);
     for (int j = 0; j < k; j++) {
         int i = idx ? idx[j] : j, rc;
 
-        if (!s->has[i] || !s->info[i].rndv)
-            continue;
-        rc = ftw_rndv_finish(&s->info[i], &sts[j]);
+        reqset_take(s, i, reqs);
+        rc = s->has[i] && s->info[i].rndv ?
+             ftw_rndv_finish(&s->info[i], &sts[j]) : MPI_SUCCESS;
+        reqset_release(s, i);
         if (rc != MPI_SUCCESS) {
             s->err[i] = rc;
             bad = 1;
@@ -360,7 +397,7 @@ static int all_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
             if (rc == MPI_SUCCESS && st != MPI_STATUS_IGNORE)
                 reqset_drained(s, 1, &i, st);
             if (s->err[i] == MPI_SUCCESS && st != MPI_STATUS_IGNORE)
-                reqset_rndv(s, 1, &i, st);
+                reqset_rndv(s, 1, &i, st, reqs);
             continue;
         }
         if (check_failures)
@@ -384,28 +421,18 @@ static int all_result(reqset_t *s, MPI_Status sts[], const char *name)
     return reqset_raise(s, name, MPI_ERR_IN_STATUS);
 }
 
-#if !defined(MPICH)
-/* Every request of the set completed: finish their rendezvous; 1 if
- * any failed (then s->err holds every outcome). */
-static int all_rndv(reqset_t *s, MPI_Status sts[])
-{
-    if (ftw_likely(ftw_rndv_min == 0))
-        return 0;
-    for (int i = 0; i < s->n; i++)
-        s->err[i] = MPI_SUCCESS;
-    return reqset_rndv(s, s->n, NULL, sts);
-}
-#endif
 
-#if defined(MPICH)
-/* MPICH 4.0's MPI_Testall and MPI_Testsome fail on requests its
- * MPI_Waitall completes (persistent collectives started in another order
- * than the array's: an error, or no completion ever; ROMIO's requests: an
- * assertion on their reference count).  Its MPI_Waitall finishes the
- * requests one after the other in array order, so the failure-free wait
- * does the same with MPI_Test: request s->next first, each status where
- * MPI_Waitall puts it and each outcome in s->err (a failure found later
- * leaves the finished ones alone).  *done once every request is. */
+/* The failure-free wait finishes the requests one after the other in
+ * array order with MPI_Test, as both MPIs' own MPI_Waitall do: request
+ * s->next first, each status where MPI_Waitall puts it and each outcome
+ * in s->err (a failure found later leaves the finished ones alone).
+ * *done once every request is.  A pass costs one test of the first
+ * unfinished request (MPI_Testall would look at every request of the set
+ * again on each pass while messages trickle in).  MPICH 4.0 also needs
+ * it: its MPI_Testall and MPI_Testsome fail on requests its MPI_Waitall
+ * completes (persistent collectives started in another order than the
+ * array's: an error, or no completion ever; ROMIO's requests: an
+ * assertion on their reference count). */
 static int seq_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
                      int *done)
 {
@@ -420,7 +447,7 @@ static int seq_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
                 return MPI_SUCCESS;
             s->err[i] = rc;
             if (rc == MPI_SUCCESS && st != MPI_STATUS_IGNORE)
-                reqset_rndv(s, 1, &i, st);
+                reqset_rndv(s, 1, &i, st, reqs);
         }
         s->next++;
     }
@@ -428,7 +455,6 @@ static int seq_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
     return MPI_SUCCESS;
 }
 
-#endif
 
 int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
@@ -443,7 +469,6 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
         return rc;
     sts = reqset_statuses(&s, sts);
     ftw_poll_init(&p);
-#if defined(MPICH)
     while (!failures_known() && !drains_known()) {
         rc = seq_round(&s, reqs, sts, &flag);
         if (rc != MPI_SUCCESS || flag) {
@@ -454,18 +479,6 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
         }
         ftw_poll_idle(&p);
     }
-#else
-    while (!failures_known() && !drains_known()) {
-        rc = ftw_req_testall(n, s.saved, reqs, &flag, sts);
-        if (rc != MPI_SUCCESS || flag) {
-            if (rc == MPI_SUCCESS && all_rndv(&s, sts))
-                rc = all_result(&s, sts, "MPI_Waitall");
-            reqset_sources(&s, n, NULL, sts);
-            goto out;
-        }
-        ftw_poll_idle(&p);
-    }
-#endif
     /* Requests' fates change only with new failures: check them on the
      * first round and whenever the failure epoch moves. */
     while (all_round(&s, reqs, sts, ftw_poll_changed(&p) || !s.looked_up))
@@ -492,7 +505,7 @@ int ftw_testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
         for (int i = 0; i < n; i++)
             s.err[i] = MPI_SUCCESS;
         if (reqset_drained(&s, n, NULL, sts) |
-            reqset_rndv(&s, n, NULL, sts))
+            reqset_rndv(&s, n, NULL, sts, reqs))
             rc = all_result(&s, sts, "MPI_Testall");
         reqset_sources(&s, n, NULL, sts);
         reqset_fini(&s, reqs);
@@ -566,7 +579,7 @@ static int any_common(int n, MPI_Request reqs[], int *index, int *flag,
             if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED &&
                 status != MPI_STATUS_IGNORE) {
                 if (reqset_drained(&s, 1, index, status) ||
-                    reqset_rndv(&s, 1, index, status))
+                    reqset_rndv(&s, 1, index, status, reqs))
                     rc = reqset_raise(&s, name, s.err[*index]);
                 reqset_sources(&s, 1, index, status);
             }
@@ -627,7 +640,7 @@ static int some_common(int n, MPI_Request reqs[], int *outcount,
         for (int k = 0; k < *outcount; k++)
             s.err[indices[k]] = MPI_SUCCESS;
         bad |= reqset_drained(&s, *outcount, indices, sts);
-        bad |= reqset_rndv(&s, *outcount, indices, sts);
+        bad |= reqset_rndv(&s, *outcount, indices, sts, reqs);
         reqset_sources(&s, *outcount, indices, sts);
         if ((ftw_poll_changed(&p) || !blocking) && failures_known()) {
             for (int i = 0; i < n; i++) {

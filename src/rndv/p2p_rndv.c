@@ -2,6 +2,7 @@
 #include "rndv/p2p_rndv.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,89 @@ typedef struct {
     uint64_t span_id;       /* listed (see spans), or 0 */
     char scratch[FTW_RTS_SIZE];
 } rstate_t;
+
+_Static_assert(sizeof(rstate_t) <= FTW_REQ_BLOCK,
+               "a receive's state fits a request block");
+
+/* A receive's state, from the request blocks (no allocation on a window
+ * of receives posted again and again); NULL if out of memory. */
+static rstate_t *rs_new(void)
+{
+    rstate_t *rs = ftw_req_block_get();
+
+    if (rs != NULL)
+        memset(rs, 0, offsetof(rstate_t, scratch));
+    return rs;
+}
+
+/* Release what a receive of this file owned (the MPI is done with it). */
+static void rs_free(const ftw_reqinfo_t *info)
+{
+    if (info->pooled)
+        ftw_req_block_put(info->owned);
+    else
+        free(info->owned);
+}
+
+/* A completed receive's byte count and cancel flag, read from the status
+ * itself where the MPI's layout is known (every receive's completion reads
+ * them while the rendezvous is on). */
+static inline MPI_Count status_bytes(const MPI_Status *st)
+{
+#if defined(OPEN_MPI)
+    return (MPI_Count)st->_ucount;
+#elif defined(MPICH)
+    return (MPI_Count)(unsigned)st->count_lo |
+           ((MPI_Count)(st->count_hi_and_cancelled >> 1) <<
+            (8 * sizeof(int)));
+#else
+    MPI_Count n = 0;
+
+    PMPI_Get_elements_x(st, MPI_BYTE, &n);
+    return n;
+#endif
+}
+
+static inline int status_cancelled(const MPI_Status *st)
+{
+#if defined(OPEN_MPI)
+    return st->_cancelled != 0;
+#elif defined(MPICH)
+    return st->count_hi_and_cancelled & 1;
+#else
+    int cancelled = 0;
+
+    PMPI_Test_cancelled(st, &cancelled);
+    return cancelled;
+#endif
+}
+
+/* ftw_rndv_contig through a per-thread cache of the last type asked (a
+ * receive's completion asks it of every message it copies or checks);
+ * MPI_Type_free moves ftw_type_gen, as for sizes. */
+static FTW_TLS MPI_Datatype contig_dt;
+static FTW_TLS unsigned contig_gen;
+static FTW_TLS int contig_one, contig_many;     /* count 1; any count */
+static FTW_TLS MPI_Aint contig_lb;
+
+static int contig(MPI_Count count, MPI_Datatype dt, MPI_Aint *lb_p)
+{
+    unsigned gen = atomic_load_explicit(&ftw_type_gen, memory_order_relaxed);
+
+    if (ftw_unlikely(contig_dt != dt || contig_gen != gen)) {
+        MPI_Aint lb = 0;
+
+        contig_many = ftw_rndv_contig(2, dt, &lb);
+        contig_one = contig_many || ftw_rndv_contig(1, dt, &lb);
+        contig_lb = lb;
+        contig_dt = dt;
+        contig_gen = gen;
+    }
+    if (!(count > 1 ? contig_many : contig_one))
+        return 0;
+    *lb_p = contig_lb;
+    return 1;
+}
 
 /*
  * Pending receives into the user's buffers, by byte range.  Programs post
@@ -315,7 +399,7 @@ static int recv_post(ftw_op_t *op, void *buf, int count, MPI_Datatype dt,
         MPI_Datatype t, types[2] = { MPI_BYTE, MPI_BYTE };
 
         ftw_type_size(dt, &size);
-        ftw_rndv_contig(count, dt, &lb);
+        contig(count, dt, &lb);
         len[0] = FTW_RTS_SIZE;
         len[1] = (int)(count * size) - FTW_RTS_SIZE;
         PMPI_Get_address(rs->scratch, &disp[0]);
@@ -352,7 +436,7 @@ static int recv_prepare(ftw_op_t *op, void *buf, int count, MPI_Datatype dt,
     if (op->info.peer == MPI_PROC_NULL ||
         ftw_type_size(dt, &size) != MPI_SUCCESS)
         return MPI_SUCCESS;     /* nothing can come; the MPI checks dt */
-    rs = calloc(1, sizeof(*rs));
+    rs = rs_new();
     if (rs == NULL) {
         ftw_error("%s: out of memory", op->name);
         return MPI_ERR_NO_MEM;
@@ -362,10 +446,18 @@ static int recv_prepare(ftw_op_t *op, void *buf, int count, MPI_Datatype dt,
     rs->rsrc = op->rsrc;
     rs->rtag = op->rtag;
     op->info.owned = rs;
+    op->info.pooled = 1;
+    /* Only a receive that holds a rendezvous message may get an RTS in a
+     * correct program; progress finishes those as soon as the RTS is
+     * there (its sender may wait for the FIN while this process waits
+     * for something else).  A smaller one meets an RTS only when the
+     * message is too large for it: it is finished, truncated, at its
+     * completion. */
+    op->info.early = count * size >= (MPI_Count)ftw_rndv_min;
     op->info.rndv = count * size >= FTW_RTS_SIZE ? FTW_RNDV_RUSER
                                                  : FTW_RNDV_RSCRATCH;
     if (op->info.rndv == FTW_RNDV_RUSER && !persistent &&
-        ftw_rndv_contig(count, dt, &lb)) {
+        contig(count, dt, &lb)) {
         const char *lo = (const char *)buf + lb, *hi = lo + count * size;
 
         if (!spans_overlap(lo, hi, 1)) {
@@ -432,6 +524,83 @@ static int recv_fast(void *buf, int count, MPI_Datatype dt, int source,
     return rc;
 }
 
+static int recv_finish(const ftw_reqinfo_t *info, MPI_Status *st);
+static int recvs_to_finish(void);
+
+/* A nonblocking receive on the fast path too small for any rendezvous
+ * message: posted as the plain fast path posts it, recorded with no
+ * state (the buffer holds an RTS) or with a scratch header from the
+ * request blocks (it does not).  No span is listed: such a receive meets
+ * an RTS only when the message is too large for it, and reports the
+ * truncation when it completes. */
+static int recv_small(void *buf, int count, MPI_Datatype dt, MPI_Count bytes,
+                      int source, int tag, MPI_Comm comm,
+                      MPI_Request *request)
+{
+    rstate_t *rs;
+    int rc;
+
+    if (bytes >= FTW_RTS_SIZE) {
+        rc = PMPI_Irecv(buf, count, dt, source, tag, comm, request);
+        if (rc == MPI_SUCCESS)
+            ftw_req_add_rndv_quiet(*request, comm, source, buf, count, dt,
+                                   FTW_RNDV_RUSER, NULL);
+        return rc;
+    }
+    if ((rs = rs_new()) == NULL) {
+        ftw_error("MPI_Irecv: out of memory");
+        return MPI_ERR_NO_MEM;
+    }
+    rs->active = 1;
+    rc = PMPI_Irecv(rs->scratch, FTW_RTS_SIZE, MPI_BYTE, source, tag, comm,
+                    request);
+    if (rc != MPI_SUCCESS) {
+        ftw_req_block_put(rs);
+        return rc;
+    }
+    ftw_req_add_rndv_quiet(*request, comm, source, buf, count, dt,
+                           FTW_RNDV_RSCRATCH, rs);
+    return MPI_SUCCESS;
+}
+
+/* The blocking form for a buffer smaller than an RTS: the fast-path
+ * receive into a scratch header, then the copy (or, the message being too
+ * large, the truncated pull). */
+static int recv_fast_scratch(void *buf, int count, MPI_Datatype dt,
+                             int source, int tag, MPI_Comm comm,
+                             const char *name, MPI_Status *status)
+{
+    MPI_Status local, *st = status == MPI_STATUS_IGNORE ? &local : status;
+    ftw_reqinfo_t info;
+    MPI_Request req;
+    rstate_t *rs = rs_new();
+    int rc;
+
+    if (rs == NULL) {
+        ftw_error("%s: out of memory", name);
+        return MPI_ERR_NO_MEM;
+    }
+    rc = PMPI_Irecv(rs->scratch, FTW_RTS_SIZE, MPI_BYTE, source, tag, comm,
+                    &req);
+    if (rc == MPI_SUCCESS)
+        rc = ftw_recv_fast(&req, st, comm, source, tag, name, rs->scratch,
+                           FTW_RTS_SIZE, MPI_BYTE);
+    if (rc == FTW_ERR_BUFFER_UNUSABLE)
+        return rc;      /* the MPI may still write the header: it stays */
+    if (rc == MPI_SUCCESS) {
+        info = (ftw_reqinfo_t){ .comm = comm, .peer = st->MPI_SOURCE,
+                                .peer2 = FTW_NO_PEER, .kind = FTW_OP_RECV,
+                                .rndv = FTW_RNDV_RSCRATCH, .owned = rs,
+                                .buf = buf, .count = count, .dt = dt };
+        rc = recv_finish(&info, st);
+        if (rc != MPI_SUCCESS)
+            rc = ftw_raise(comm, rc, name, rc == FTW_ERR_PROC_FAIL_STOP ?
+                                           st->MPI_SOURCE : -1);
+    }
+    ftw_req_block_put(rs);
+    return rc;
+}
+
 int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
                      int tag, MPI_Comm comm, const char *name,
                      int persistent, MPI_Request *request,
@@ -442,12 +611,27 @@ int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
     MPI_Aint lb;
     int rc;
 
-    if (request == NULL && ftw_quiet() && ftw_stash_n == 0 &&
-        ftw_type_size(dt, &size) == MPI_SUCCESS &&
-        count * size >= FTW_RTS_SIZE && ftw_rndv_contig(count, dt, &lb) &&
-        !spans_overlap((char *)buf + lb, (char *)buf + lb + count * size, 0))
-        return recv_fast(buf, count, dt, source, tag, comm, name, status, lb);
+    if (ftw_quiet() && ftw_stash_n == 0 && source != MPI_PROC_NULL &&
+        ftw_type_size(dt, &size) == MPI_SUCCESS) {
+        MPI_Count bytes = count * size;
 
+        if (request != NULL && !persistent &&
+            bytes < (MPI_Count)ftw_rndv_min)
+            return recv_small(buf, count, dt, bytes, source, tag, comm,
+                              request);
+        /* A blocking one waits in the MPI, where no receive of this
+         * process's is finished early: only while none needs it. */
+        if (request == NULL && recvs_to_finish())
+            goto full;
+        if (request == NULL && bytes < FTW_RTS_SIZE)
+            return recv_fast_scratch(buf, count, dt, source, tag, comm, name,
+                                     status);
+        if (request == NULL && contig(count, dt, &lb) &&
+            !spans_overlap((char *)buf + lb, (char *)buf + lb + bytes, 0))
+            return recv_fast(buf, count, dt, source, tag, comm, name, status,
+                             lb);
+    }
+full:
     ftw_op_begin(&op, name, comm, source, FTW_OP_RECV);
     ftw_op_set_buf(&op, buf, count, dt);
     op.info.persistent = (uint8_t)persistent;
@@ -472,14 +656,14 @@ int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
             ftw_req_add(*request, &op.info);
         } else {
             span_drop(op.info.owned);
-            free(op.info.owned);
+            rs_free(&op.info);
         }
         return rc;
     }
     rc = ftw_op_wait(&op, rc, status);
     span_drop(op.info.owned);
     if (rc != FTW_ERR_BUFFER_UNUSABLE)
-        free(op.info.owned);
+        rs_free(&op.info);
     return rc;
 }
 
@@ -627,7 +811,7 @@ static int scratch_copy(const ftw_reqinfo_t *info, MPI_Status *st,
     /* Scratch holds the first FTW_RTS_SIZE bytes at most: all of them for
      * a receive posted there, the head of a split one (contiguous, its
      * rest already in place). */
-    if (ftw_rndv_contig(info->count, info->dt, &lb))
+    if (contig(info->count, info->dt, &lb))
         memcpy((char *)info->buf + lb, rs->scratch,
                (size_t)(n < FTW_RTS_SIZE ? n : FTW_RTS_SIZE));
     else
@@ -644,7 +828,7 @@ static void user_header(const ftw_reqinfo_t *info, ftw_rts_t *hdr)
     char *tmp;
 
     memset(hdr, 0, sizeof(*hdr));
-    if (ftw_rndv_contig(info->count, info->dt, &lb)) {
+    if (contig(info->count, info->dt, &lb)) {
         memcpy(hdr, (const char *)info->buf + lb, sizeof(*hdr));
         return;
     }
@@ -663,13 +847,12 @@ static void user_header(const ftw_reqinfo_t *info, ftw_rts_t *hdr)
 static int recv_finish(const ftw_reqinfo_t *info, MPI_Status *st)
 {
     const rstate_t *rs = info->owned;
-    MPI_Count n = 0;
+    MPI_Count n;
     ftw_rts_t hdr;
-    int cancelled = 0;
 
-    PMPI_Test_cancelled(st, &cancelled);
-    if (cancelled || PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS)
+    if (status_cancelled(st))
         return MPI_SUCCESS;     /* nothing came */
+    n = status_bytes(st);
     if (info->rndv & FTW_RNDV_RSCRATCH) {
         if (!ftw_rndv_is_rts(rs->scratch, n))
             return scratch_copy(info, st, n);
@@ -725,7 +908,8 @@ static void early_one(ftw_req_t *e, void *arg)
     int flag = 0;
 
     (void)arg;
-    if (!(e->info.rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) ||
+    if (!e->info.early ||
+        !(e->info.rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) ||
         rs == NULL || !rs->active || rs->finished ||
         PMPI_Request_get_status(e->key, &flag, &st) != MPI_SUCCESS || !flag)
         return;
@@ -793,9 +977,16 @@ static void orphans_progress(void)
     }
 }
 
+/* Are there receives progress must finish (early ones, orphans)? */
+static int recvs_to_finish(void)
+{
+    return atomic_load_explicit(&ftw_req_early_count,
+                                memory_order_relaxed) > 0 || orphans != NULL;
+}
+
 void ftw_rndv_progress_recvs(void)
 {
-    if (ftw_req_count > 0)
+    if (atomic_load_explicit(&ftw_req_early_count, memory_order_relaxed) > 0)
         ftw_req_foreach(early_one, NULL);
     if (orphans != NULL)
         orphans_progress();

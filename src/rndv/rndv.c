@@ -71,19 +71,32 @@ void ftw_rndv_progress(void)
     }
 }
 
-/* Rank 0 draws the cookie, everyone gets it. */
-static ftw_status_t cookie_init(void)
+/* Rank 0 draws the cookie, everyone gets it, and rank 0's threshold
+ * (*min_p): a receive smaller than the threshold can then meet an RTS
+ * only when the message is too large for it, whatever each process's
+ * FTW_RNDV_THRESHOLD said (p2p_rndv.c posts such receives without
+ * rendezvous state). */
+static ftw_status_t cookie_init(size_t *min_p)
 {
+    uint64_t msg[3];
+
     if (self_world == 0 &&
         getrandom(cookie, sizeof(cookie), 0) != (ssize_t)sizeof(cookie)) {
         ftw_error("getrandom: %m");
         return FTW_ST_IO_ERROR;
     }
-    if (PMPI_Bcast(cookie, (int)sizeof(cookie), MPI_BYTE, 0,
+    memcpy(msg, cookie, sizeof(cookie));
+    msg[2] = *min_p;
+    if (PMPI_Bcast(msg, (int)sizeof(msg), MPI_BYTE, 0,
                    MPI_COMM_WORLD) != MPI_SUCCESS) {
         ftw_error("MPI_Bcast of the rendezvous cookie failed");
         return FTW_ST_MPI_ERROR;
     }
+    memcpy(cookie, msg, sizeof(cookie));
+    if (msg[2] != *min_p)
+        ftw_debug("rendezvous threshold %llu (rank 0's) instead of %zu",
+                  (unsigned long long)msg[2], *min_p);
+    *min_p = (size_t)msg[2];
     return FTW_OK;
 }
 
@@ -100,12 +113,15 @@ static void fin_tags_init(void)
 ftw_status_t ftw_rndv_init(void)
 {
     ftw_status_t st;
+    size_t min;
 
     ftw_rndv_min = 0;
     if (ftw_cfg.rndv_threshold == 0)
         return FTW_OK;
+    min = ftw_cfg.rndv_threshold < FTW_RNDV_MIN_FLOOR ?
+          FTW_RNDV_MIN_FLOOR : ftw_cfg.rndv_threshold;
     PMPI_Comm_rank(MPI_COMM_WORLD, &self_world);
-    st = cookie_init();
+    st = cookie_init(&min);
     if (st != FTW_OK)
         return st;
     st = ftw_xport_init();
@@ -118,8 +134,7 @@ ftw_status_t ftw_rndv_init(void)
     }
     PMPI_Comm_set_errhandler(rndv_comm, MPI_ERRORS_RETURN);
     fin_tags_init();
-    ftw_rndv_min = ftw_cfg.rndv_threshold < FTW_RNDV_MIN_FLOOR ?
-                   FTW_RNDV_MIN_FLOOR : ftw_cfg.rndv_threshold;
+    ftw_rndv_min = min;
     atomic_store_explicit(&ftw_rndv_on, 1, memory_order_relaxed);
     return FTW_OK;
 }
