@@ -88,6 +88,7 @@ build/$(1)/tests/rndv_fail_sender_shm: tests/rndv_fail_sender.c
 build/$(1)/tests/rndv_fail_receiver_shm: tests/rndv_fail_receiver.c
 build/$(1)/tests/inter_validate_even: tests/inter_validate.c
 build/$(1)/tests/inter_shrink_even: tests/inter_shrink.c
+build/$(1)/tests/detect_adjacent build/$(1)/tests/detect_relay: tests/detect_notice.c
 
 lib: build/$(1)/libftwrap.so
 tests: $$(patsubst tests/%.c,build/$(1)/tests/%,$$(TEST_SRCS))

@@ -74,11 +74,13 @@ static double wall(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* A signal (MPICH's launcher sends SIGUSR1 when a rank dies) cuts a
+ * sleep short: sleep again. */
 static void sleep_until(double t)
 {
-    double left = t - wall();
+    double left;
 
-    if (left > 0)
+    while ((left = t - wall()) > 0)
         usleep((useconds_t)(left * 1e6));
 }
 
@@ -261,7 +263,7 @@ int main(int argc, char **argv)
         learned[1] = learn(VICTIM_B, t_kill + DELAY_B_US * 1e-6);
     }
     meet(surv, nsurv, me);
-    usleep((useconds_t)(SETTLE * 1e6));
+    sleep_until(wall() + SETTLE);
     counters(surv, nsurv, me, nfail, learned);
     ring(surv, nsurv, me);
     return finish(surv, nsurv);

@@ -25,6 +25,7 @@ int ftw_idle_sleep;
 ftw_det_t ftw_det = {
     .pub_lock = PTHREAD_MUTEX_INITIALIZER,
     .pred = -1,
+    .rprobe = -1,
     .epfd = -1,
     .wakefd = -1,
     .earlyfd = -1,

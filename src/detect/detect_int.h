@@ -91,6 +91,9 @@ typedef struct {
     struct ftw_det_notice *notices; /* sent down the tree, unacknowledged */
     int nnotices, notices_cap;
     int pred;                       /* ring predecessor watched, or -1 */
+    int rprobe;                     /* a new predecessor pinged because
+                                     * the old one failed, or -1 */
+    double rprobe_at;               /* when it was pinged */
     double next_hb;                 /* when to send the next heartbeat */
 
     int epfd;

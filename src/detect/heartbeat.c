@@ -43,6 +43,11 @@
  *         within the probe grace (3 heartbeat periods, at least 0.2 s):
  *         a crashed host's ranks are found together, one timeout after
  *         the crash, not one timeout per rank along the ring.
+ *         A process whose predecessor failed or left pings its new
+ *         predecessor too, whose own watcher that was: silent for half a
+ *         timeout (at least the probe grace), it is declared failed.  So
+ *         k neighbours on the ring that fail together are found within
+ *         one timeout and k - 1 half timeouts, not k timeouts.
  */
 #define _GNU_SOURCE
 #include "detect/detect_int.h"
@@ -211,16 +216,58 @@ void ftw_det_hb_send(void)
     ftw_det.next_hb = ftw_det_now() + ftw_cfg.hb_period;
 }
 
-/* After a ring change: a new predecessor gets a fresh, full timeout. */
+static double probe_grace(void)
+{
+    double g = 3 * ftw_cfg.hb_period;
+
+    return g < 0.2 ? 0.2 : g;
+}
+
+/* The wait for a new predecessor's answer to its ping. */
+static double ring_probe_grace(void)
+{
+    double g = ftw_cfg.hb_timeout / 2;
+
+    return g < probe_grace() ? probe_grace() : g;
+}
+
+/* After a ring change: a new predecessor gets a fresh, full timeout; if
+ * the old one failed or left, nobody watched the new one meanwhile: it is
+ * pinged, and must answer within the ring probe grace. */
 void ftw_det_hb_ring_update(double now)
 {
-    int pred = ring_next(-1);
+    int pred = ring_next(-1), old = ftw_det.pred;
 
-    if (pred != ftw_det.pred && pred >= 0) {
+    if (pred != old && pred >= 0) {
         ftw_det.heard[pred] = now;
         ftw_debug("now watching rank %d", pred);
+        if (old >= 0 && ftw_det.state[old] != FTW_PEER_LIVE) {
+            ftw_det.rprobe = pred;
+            ftw_det.rprobe_at = now;
+            msg_send(pred, MSG_PING, 0);
+            msg_send(pred, MSG_PING, 0);
+        }
     }
     ftw_det.pred = pred;
+}
+
+/* The new predecessor pinged: answered (any datagram), gone, or silent
+ * past the grace. */
+static void ring_probe_check(double now)
+{
+    int r = ftw_det.rprobe;
+
+    if (r < 0)
+        return;
+    if (r != ftw_det.pred || ftw_det.state[r] != FTW_PEER_LIVE ||
+        ftw_det.heard[r] > ftw_det.rprobe_at) {
+        ftw_det.rprobe = -1;
+        return;
+    }
+    if (now < ftw_det.rprobe_at + ring_probe_grace())
+        return;
+    ftw_det.rprobe = -1;
+    ftw_det_declare(r, "silent when pinged as the new ring predecessor");
 }
 
 /* After this thread was stopped or starved: silence is our fault. */
@@ -228,13 +275,8 @@ void ftw_det_hb_reset_pred(double now)
 {
     if (ftw_det.pred >= 0)
         ftw_det.heard[ftw_det.pred] = now;
-}
-
-static double probe_grace(void)
-{
-    double g = 3 * ftw_cfg.hb_period;
-
-    return g < 0.2 ? 0.2 : g;
+    if (ftw_det.rprobe >= 0)
+        ftw_det.rprobe_at = now;
 }
 
 /* rank, on another host, missed its heartbeats: ping the other live ranks
@@ -287,6 +329,8 @@ double ftw_det_hb_deadline(void)
         if (ftw_det.probe_at[r] > 0 &&
             ftw_det.probe_at[r] + probe_grace() < d)
             d = ftw_det.probe_at[r] + probe_grace();
+    if (ftw_det.rprobe >= 0 && ftw_det.rprobe_at + ring_probe_grace() < d)
+        d = ftw_det.rprobe_at + ring_probe_grace();
     for (int i = 0; i < ftw_det.nnotices; i++)
         if (ftw_det.notices[i].at < d)
             d = ftw_det.notices[i].at;
@@ -303,6 +347,7 @@ void ftw_det_hb_check(double now)
         host_probe_check(now);
     if (ftw_det.nnotices > 0)
         ftw_det_notice_check(now);
+    ring_probe_check(now);
     if (pred >= 0 && now - ftw_det.heard[pred] > ftw_cfg.hb_timeout) {
         ftw_det_declare(pred, "heartbeat timeout");
         host_probe(pred);
