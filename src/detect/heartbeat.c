@@ -18,9 +18,10 @@
  *         it is; a child that never answers, or is found failed meanwhile,
  *         is passed over the same way.  So a failure reaches every process
  *         in about log2(n) hops with n - 1 notices and as many
- *         acknowledgements when nothing is lost, at most 2 log2(n) + 2
- *         notices from any one process, past lost datagrams and dead
- *         relays.  A process named in a notice was declared failed while alive
+ *         acknowledgements when nothing is lost (at most 2 log2(n) + 2
+ *         from any one process, and a few copies more per child lost or
+ *         passed over), past lost datagrams and dead relays.
+ *         A process named in a notice was declared failed while alive
  *         (stopped, starved, cut off) and exits with status 75.
  *         Suspects (declared failed without proof of their exit: on
  *         another host, or under FTW_DETECT=heartbeat) are told again, a
@@ -43,7 +44,7 @@
  *         within the probe grace (3 heartbeat periods, at least 0.2 s):
  *         a crashed host's ranks are found together, one timeout after
  *         the crash, not one timeout per rank along the ring.
- *         A process whose predecessor failed or left pings its new
+ *         A process whose predecessor failed pings its new
  *         predecessor too, whose own watcher that was: silent for half a
  *         timeout (at least the probe grace), it is declared failed.  So
  *         k neighbours on the ring that fail together are found within
@@ -232,8 +233,9 @@ static double ring_probe_grace(void)
 }
 
 /* After a ring change: a new predecessor gets a fresh, full timeout; if
- * the old one failed or left, nobody watched the new one meanwhile: it is
- * pinged, and must answer within the ring probe grace. */
+ * the old one failed, nobody watched the new one meanwhile: it is pinged,
+ * and must answer within the ring probe grace.  (One that left said
+ * goodbye in its MPI_Finalize and watched until then.) */
 void ftw_det_hb_ring_update(double now)
 {
     int pred = ring_next(-1), old = ftw_det.pred;
@@ -241,7 +243,7 @@ void ftw_det_hb_ring_update(double now)
     if (pred != old && pred >= 0) {
         ftw_det.heard[pred] = now;
         ftw_debug("now watching rank %d", pred);
-        if (old >= 0 && ftw_det.state[old] != FTW_PEER_LIVE) {
+        if (old >= 0 && ftw_det.state[old] == FTW_PEER_FAILED) {
             ftw_det.rprobe = pred;
             ftw_det.rprobe_at = now;
             msg_send(pred, MSG_PING, 0);
