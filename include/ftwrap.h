@@ -90,6 +90,15 @@ extern "C" {
 int FTW_Initialized(int *flag);
 
 /*
+ * FTW_Stat_get - one of ftwrap's per-process counters, by the key
+ * FTW_STATS=1 prints at MPI_Finalize (e.g. "det_fail_sent").
+ *
+ * Local; counts since MPI_Init, whether FTW_STATS is set or not.
+ * MPI_ERR_ARG for an unknown key or a NULL argument.
+ */
+int FTW_Stat_get(const char *key, unsigned long long *value);
+
+/*
  * FTW_Comm_group_failed - the processes of comm known to have failed.
  *
  * Local; the answer is what this process knows now, and other processes

@@ -25,6 +25,7 @@ int ftw_idle_sleep;
 ftw_det_t ftw_det = {
     .pub_lock = PTHREAD_MUTEX_INITIALIZER,
     .pred = -1,
+    .rprobe = -1,
     .epfd = -1,
     .wakefd = -1,
     .earlyfd = -1,
@@ -62,12 +63,11 @@ void ftw_det_publish(int rank, const char *why)
     ftw_info("rank %d failed (%s)", rank, why);
 }
 
-/* The detector learned that rank failed, from any source: the first time,
- * publish it, stop watching it, and (with heartbeats) tell everyone. */
-void ftw_det_declare(int rank, const char *why)
+/* Mark rank failed and publish it; 0 if it was not live. */
+static int det_mark_failed(int rank, const char *why)
 {
     if (rank == ftw_det.rank || ftw_det.state[rank] != FTW_PEER_LIVE)
-        return;
+        return 0;
     /* Other threads read it (robust.c's sentinel, the finalize). */
     __atomic_store_n(&ftw_det.state[rank], FTW_PEER_FAILED, __ATOMIC_RELEASE);
     /* Only a pidfd or a robust futex, on this host, proves an exit. */
@@ -77,9 +77,35 @@ void ftw_det_declare(int rank, const char *why)
     ftw_det_side_update();
     ftw_det_publish(rank, why);
     ftw_det_pidfd_drop(rank);
+    return 1;
+}
+
+/* The detector found, first hand, that rank failed (heartbeat timeout,
+ * host probe, pidfd, robust futex): the first time, publish it, stop
+ * watching it, and (with heartbeats) start its notice down the tree. */
+void ftw_det_declare(int rank, const char *why)
+{
+    if (!det_mark_failed(rank, why))
+        return;
     if (ftw_det.sock >= 0 && ftw_det.use_hb) {
-        ftw_det_notice_flood(rank);
-        ftw_det_hb_ring_update(ftw_det_now());
+        double now = ftw_det_now();
+
+        ftw_det_notice_start(rank);
+        ftw_det_hb_ring_update(now);
+        ftw_det_notice_check(now);
+    }
+}
+
+/* A notice said rank failed (heartbeat.c has passed it on already). */
+void ftw_det_declare_heard(int rank, const char *why)
+{
+    if (!det_mark_failed(rank, why))
+        return;
+    if (ftw_det.sock >= 0 && ftw_det.use_hb) {
+        double now = ftw_det_now();
+
+        ftw_det_hb_ring_update(now);
+        ftw_det_notice_check(now);
     }
 }
 
@@ -93,8 +119,10 @@ void ftw_det_depart(int rank)
                      __ATOMIC_RELEASE);
     ftw_det_side_update();
     ftw_det_pidfd_drop(rank);
-    if (ftw_det.use_hb)
+    if (ftw_det.use_hb) {
         ftw_det_hb_ring_update(ftw_det_now());
+        ftw_det_notice_check(ftw_det_now());
+    }
 }
 
 ftw_status_t ftw_det_epoll_add(int fd, int kind, int rank)
@@ -119,6 +147,8 @@ static void det_free_private(void)
     free(ftw_det.suspect);
     free(ftw_det.probe_at);
     free(ftw_det.dest);
+    free(ftw_det.relayed);
+    free(ftw_det.notices);
     free((void *)ftw_det.early);
     ftw_det.early = NULL;
     ftw_det.state = NULL;
@@ -127,6 +157,9 @@ static void det_free_private(void)
     ftw_det.suspect = NULL;
     ftw_det.probe_at = NULL;
     ftw_det.dest = NULL;
+    ftw_det.relayed = NULL;
+    ftw_det.notices = NULL;
+    ftw_det.nnotices = ftw_det.notices_cap = 0;
 }
 
 /* A failed det_alloc: nothing of the detector is left. */
@@ -156,11 +189,12 @@ static ftw_status_t det_alloc(int size)
     ftw_det.suspect = calloc((size_t)size, sizeof(*ftw_det.suspect));
     ftw_det.probe_at = calloc((size_t)size, sizeof(*ftw_det.probe_at));
     ftw_det.dest = calloc((size_t)size, sizeof(*ftw_det.dest));
+    ftw_det.relayed = calloc((size_t)size, sizeof(*ftw_det.relayed));
     ftw_det.early = calloc((size_t)size, sizeof(*ftw_det.early));
     if (!ftw_det.peers || !ftw_det.failed || !ftw_det.log ||
         !ftw_det.state || !ftw_det.pidfds || !ftw_det.heard ||
         !ftw_det.suspect || !ftw_det.probe_at ||
-        !ftw_det.dest || !ftw_det.early) {
+        !ftw_det.dest || !ftw_det.relayed || !ftw_det.early) {
         ftw_error("out of memory for %d ranks", size);
         det_free_all();
         return FTW_ST_NO_MEMORY;

@@ -85,7 +85,15 @@ typedef struct {
                                      * 0: none pending */
     int probes;                     /* pending host probes */
     struct sockaddr_in *dest;       /* [size] where to send to each rank */
+    uint8_t *relayed;               /* [size] this process passed the
+                                     * notice of that rank's failure down
+                                     * its subtree (heartbeat.c) */
+    struct ftw_det_notice *notices; /* sent down the tree, unacknowledged */
+    int nnotices, notices_cap;
     int pred;                       /* ring predecessor watched, or -1 */
+    int rprobe;                     /* a new predecessor pinged because
+                                     * the old one failed, or -1 */
+    double rprobe_at;               /* when it was pinged */
     double next_hb;                 /* when to send the next heartbeat */
 
     int epfd;
@@ -104,6 +112,7 @@ extern ftw_det_t ftw_det;
 double ftw_det_now(void);
 void ftw_det_publish(int rank, const char *why);
 void ftw_det_declare(int rank, const char *why);
+void ftw_det_declare_heard(int rank, const char *why);
 void ftw_det_depart(int rank);
 ftw_status_t ftw_det_epoll_add(int fd, int kind, int rank);
 
@@ -130,7 +139,9 @@ void ftw_det_hb_send(void);
 void ftw_det_hb_check(double now);
 void ftw_det_hb_reset_pred(double now);
 void ftw_det_hb_ring_update(double now);
-void ftw_det_notice_flood(int failed_rank);
+void ftw_det_notice_start(int failed_rank);
+void ftw_det_notice_relay(int failed_rank);
+void ftw_det_notice_check(double now);
 void ftw_det_bye_send(void);
 void ftw_det_side_update(void);
 double ftw_det_hb_deadline(void);

@@ -5,9 +5,22 @@
  *   HB    heartbeat, every hb_period, to the ring successor (next live
  *         rank, wrapping).  Each process watches its ring predecessor and
  *         declares it failed after hb_timeout of silence.
- *   FAIL  notice: "rank f failed".  Sent, twice, to every live process and
- *         to f itself by whoever learns f's failure first hand or for the
- *         first time from a notice, so notices flood past lost datagrams.
+ *   FAIL  notice: "rank f failed", passed down a binomial tree over the
+ *         ranks rooted at f: with v = (rank - f) mod n, f itself at 0,
+ *         rank v's children are v + 2^k for 2^k below v's lowest set bit
+ *         (every 2^k < n for the root).  Whoever learns f's failure first
+ *         hand sends it for the root, to the root's children, and twice
+ *         to f itself; every process, the first time it learns of f (first
+ *         hand or from a notice, live or departed f alike), sends it to its
+ *         own children.  A child held failed or departed is passed over:
+ *         its children get it instead, and so on down.  Each notice is
+ *         acknowledged (FACK) and sent again, at doubling intervals, until
+ *         it is; a child that never answers, or is found failed meanwhile,
+ *         is passed over the same way.  So a failure reaches every process
+ *         in about log2(n) hops with n - 1 notices and as many
+ *         acknowledgements when nothing is lost (at most 2 log2(n) + 2
+ *         from any one process, and a few copies more per child lost or
+ *         passed over), past lost datagrams and dead relays.
  *         A process named in a notice was declared failed while alive
  *         (stopped, starved, cut off) and exits with status 75.
  *         Suspects (declared failed without proof of their exit: on
@@ -31,6 +44,11 @@
  *         within the probe grace (3 heartbeat periods, at least 0.2 s):
  *         a crashed host's ranks are found together, one timeout after
  *         the crash, not one timeout per rank along the ring.
+ *         A process whose predecessor failed pings its new
+ *         predecessor too, whose own watcher that was: silent for half a
+ *         timeout (at least the probe grace), it is declared failed.  So
+ *         k neighbours on the ring that fail together are found within
+ *         one timeout and k - 1 half timeouts, not k timeouts.
  */
 #define _GNU_SOURCE
 #include "detect/detect_int.h"
@@ -39,12 +57,14 @@
 #include <endian.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "util/config.h"
 #include "util/log.h"
+#include "util/stats.h"
 
 /* Exit status of a process that learns it was declared failed. */
 #define FTW_DET_EXIT_DECLARED 75
@@ -53,7 +73,19 @@
 #define FTW_DET_SUSPECT_PINGS 4
 
 enum { MSG_HB = 1, MSG_FAIL = 2, MSG_BYE = 3, MSG_ABORT = 4, MSG_BELL = 5,
-       MSG_PING = 6 };
+       MSG_PING = 6, MSG_FACK = 7 };
+
+/* A notice sent down the tree and not yet acknowledged. */
+struct ftw_det_notice {
+    int failed;             /* the rank it names */
+    int to;                 /* the child it went to */
+    int sends;              /* copies sent so far */
+    double rto;             /* the wait before the next copy */
+    double at;              /* when to send it again */
+};
+
+/* Copies of a notice to one child before it is passed over. */
+#define FTW_DET_NOTICE_SENDS 6
 
 typedef struct {
     uint64_t cookie;        /* big endian on the wire, as the ints */
@@ -155,6 +187,7 @@ static void suspects_ping(void)
         if (ftw_det.state[r] != FTW_PEER_FAILED || !ftw_det.suspect[r])
             continue;
         (void)msg_send_to(r, MSG_FAIL, r);
+        ftw_stat_add(FTW_STAT_DET_FAIL_RETOLD, 1);
         ftw_det.suspect_next = (r + 1) % n;
         sent++;
     }
@@ -185,16 +218,59 @@ void ftw_det_hb_send(void)
     ftw_det.next_hb = ftw_det_now() + ftw_cfg.hb_period;
 }
 
-/* After a ring change: a new predecessor gets a fresh, full timeout. */
+static double probe_grace(void)
+{
+    double g = 3 * ftw_cfg.hb_period;
+
+    return g < 0.2 ? 0.2 : g;
+}
+
+/* The wait for a new predecessor's answer to its ping. */
+static double ring_probe_grace(void)
+{
+    double g = ftw_cfg.hb_timeout / 2;
+
+    return g < probe_grace() ? probe_grace() : g;
+}
+
+/* After a ring change: a new predecessor gets a fresh, full timeout; if
+ * the old one failed, nobody watched the new one meanwhile: it is pinged,
+ * and must answer within the ring probe grace.  (One that left said
+ * goodbye in its MPI_Finalize and watched until then.) */
 void ftw_det_hb_ring_update(double now)
 {
-    int pred = ring_next(-1);
+    int pred = ring_next(-1), old = ftw_det.pred;
 
-    if (pred != ftw_det.pred && pred >= 0) {
+    if (pred != old && pred >= 0) {
         ftw_det.heard[pred] = now;
         ftw_debug("now watching rank %d", pred);
+        if (old >= 0 && ftw_det.state[old] == FTW_PEER_FAILED) {
+            ftw_det.rprobe = pred;
+            ftw_det.rprobe_at = now;
+            msg_send(pred, MSG_PING, 0);
+            msg_send(pred, MSG_PING, 0);
+        }
     }
     ftw_det.pred = pred;
+}
+
+/* The new predecessor pinged: answered (any datagram), gone, or silent
+ * past the grace. */
+static void ring_probe_check(double now)
+{
+    int r = ftw_det.rprobe;
+
+    if (r < 0)
+        return;
+    if (r != ftw_det.pred || ftw_det.state[r] != FTW_PEER_LIVE ||
+        ftw_det.heard[r] > ftw_det.rprobe_at) {
+        ftw_det.rprobe = -1;
+        return;
+    }
+    if (now < ftw_det.rprobe_at + ring_probe_grace())
+        return;
+    ftw_det.rprobe = -1;
+    ftw_det_declare(r, "silent when pinged as the new ring predecessor");
 }
 
 /* After this thread was stopped or starved: silence is our fault. */
@@ -202,13 +278,8 @@ void ftw_det_hb_reset_pred(double now)
 {
     if (ftw_det.pred >= 0)
         ftw_det.heard[ftw_det.pred] = now;
-}
-
-static double probe_grace(void)
-{
-    double g = 3 * ftw_cfg.hb_period;
-
-    return g < 0.2 ? 0.2 : g;
+    if (ftw_det.rprobe >= 0)
+        ftw_det.rprobe_at = now;
 }
 
 /* rank, on another host, missed its heartbeats: ping the other live ranks
@@ -261,6 +332,11 @@ double ftw_det_hb_deadline(void)
         if (ftw_det.probe_at[r] > 0 &&
             ftw_det.probe_at[r] + probe_grace() < d)
             d = ftw_det.probe_at[r] + probe_grace();
+    if (ftw_det.rprobe >= 0 && ftw_det.rprobe_at + ring_probe_grace() < d)
+        d = ftw_det.rprobe_at + ring_probe_grace();
+    for (int i = 0; i < ftw_det.nnotices; i++)
+        if (ftw_det.notices[i].at < d)
+            d = ftw_det.notices[i].at;
     return d;
 }
 
@@ -272,19 +348,163 @@ void ftw_det_hb_check(double now)
         ftw_det_hb_send();
     if (ftw_det.probes > 0)
         host_probe_check(now);
+    if (ftw_det.nnotices > 0)
+        ftw_det_notice_check(now);
+    ring_probe_check(now);
     if (pred >= 0 && now - ftw_det.heard[pred] > ftw_cfg.hb_timeout) {
         ftw_det_declare(pred, "heartbeat timeout");
         host_probe(pred);
     }
 }
 
-/* Tell every live process, and the failed one, that rank failed. */
-void ftw_det_notice_flood(int rank)
+/* ---- failure notices down the tree ------------------------------------ */
+
+static int notice_vrank(int rank, int failed)
 {
-    for (int copy = 0; copy < 2; copy++)
-        for (int r = 0; r < ftw_det.size; r++)
-            if (ftw_det.state[r] == FTW_PEER_LIVE || r == rank)
-                msg_send(r, MSG_FAIL, rank);
+    return (rank - failed + ftw_det.size) % ftw_det.size;
+}
+
+/* The wait for a notice's first acknowledgement: a few periods, at most
+ * half the timeout. */
+static double notice_rto(void)
+{
+    double rto = 2 * ftw_cfg.hb_period;
+
+    if (rto < 0.05)
+        rto = 0.05;
+    if (rto > ftw_cfg.hb_timeout / 2)
+        rto = ftw_cfg.hb_timeout / 2;
+    return rto;
+}
+
+static void notice_children(int failed, int v);
+
+static void notice_pend(int failed, int to)
+{
+    struct ftw_det_notice *n;
+
+    if (ftw_det.nnotices == ftw_det.notices_cap) {
+        int cap = ftw_det.notices_cap ? 2 * ftw_det.notices_cap : 64;
+        struct ftw_det_notice *p =
+            realloc(ftw_det.notices, (size_t)cap * sizeof(*p));
+
+        if (p == NULL) {
+            /* Unacknowledged, then: the copy sent is all it gets. */
+            ftw_warn_sparse("out of memory for pending notices");
+            return;
+        }
+        ftw_det.notices = p;
+        ftw_det.notices_cap = cap;
+    }
+    n = &ftw_det.notices[ftw_det.nnotices++];
+    n->failed = failed;
+    n->to = to;
+    n->sends = 1;
+    n->rto = notice_rto();
+    n->at = ftw_det_now() + n->rto;
+}
+
+/* Give the notice of failed to tree position v: to its process if live,
+ * else to its children.  This process has passed it down its own
+ * subtree already. */
+static void notice_give(int failed, int v)
+{
+    int r = (v + failed) % ftw_det.size;
+
+    if (r == ftw_det.rank)
+        return;
+    if (ftw_det.state[r] != FTW_PEER_LIVE) {
+        notice_children(failed, v);
+        return;
+    }
+    msg_send(r, MSG_FAIL, failed);
+    ftw_stat_add(FTW_STAT_DET_FAIL_SENT, 1);
+    notice_pend(failed, r);
+}
+
+/* Tree position v's children, the largest subtree first. */
+static void notice_children(int failed, int v)
+{
+    int n = ftw_det.size, span = v & -v;
+
+    if (v == 0)
+        for (span = 1; span < n; span <<= 1)
+            ;
+    for (int k = span >> 1; k >= 1; k >>= 1)
+        if (v + k < n)
+            notice_give(failed, v + k);
+}
+
+/* This process learned of failed's failure: pass the notice down its
+ * subtree, once. */
+void ftw_det_notice_relay(int failed)
+{
+    if (failed < 0 || failed >= ftw_det.size || ftw_det.relayed[failed])
+        return;
+    ftw_det.relayed[failed] = 1;
+    notice_children(failed, notice_vrank(ftw_det.rank, failed));
+}
+
+/* This process found failed's failure first hand: its own subtree, the
+ * root's children, and failed itself (twice: if it lives on, it must
+ * hear that it was declared failed). */
+void ftw_det_notice_start(int failed)
+{
+    ftw_det_notice_relay(failed);
+    notice_children(failed, 0);
+    for (int copy = 0; copy < 2; copy++) {
+        msg_send(failed, MSG_FAIL, failed);
+        ftw_stat_add(FTW_STAT_DET_FAIL_SENT, 1);
+    }
+}
+
+/* An acknowledgement from rank. */
+static void notice_acked(int rank, int failed)
+{
+    for (int i = 0; i < ftw_det.nnotices; i++)
+        if (ftw_det.notices[i].to == rank &&
+            ftw_det.notices[i].failed == failed) {
+            ftw_det.notices[i] = ftw_det.notices[--ftw_det.nnotices];
+            return;
+        }
+}
+
+/* Send again the notices whose wait is over; pass over children that are
+ * no longer live or never answered.  Passing over appends, but only
+ * entries not yet due. */
+void ftw_det_notice_check(double now)
+{
+    int i = 0;
+
+    while (i < ftw_det.nnotices) {
+        struct ftw_det_notice *n = &ftw_det.notices[i];
+        int live = ftw_det.state[n->to] == FTW_PEER_LIVE;
+
+        if (live && now < n->at) {
+            i++;
+            continue;
+        }
+        if (live && n->sends < FTW_DET_NOTICE_SENDS) {
+            msg_send(n->to, MSG_FAIL, n->failed);
+            ftw_stat_add(FTW_STAT_DET_FAIL_SENT, 1);
+            ftw_stat_add(FTW_STAT_DET_FAIL_RESENT, 1);
+            n->sends++;
+            n->rto = n->rto * 2 < ftw_cfg.hb_timeout ? n->rto * 2
+                                                     : ftw_cfg.hb_timeout;
+            n->at = now + n->rto;
+            i++;
+            continue;
+        }
+        {
+            int failed = n->failed, to = n->to;
+
+            if (live)
+                ftw_debug("rank %d never acknowledged the notice of rank "
+                          "%d; passing it over", to, failed);
+            ftw_det.notices[i] = ftw_det.notices[--ftw_det.nnotices];
+            notice_children(failed, notice_vrank(to, failed));
+        }
+    }
 }
 
 void ftw_det_bye_send(void)
@@ -336,8 +556,12 @@ static void msg_from_failed(int sender, uint32_t type, int failed, int side)
 
     if (names_me && side_yields(sender, side))
         declared_exit(sender);
-    if (names_me || type == MSG_HB)
+    if (type == MSG_FAIL)
+        ftw_stat_add(FTW_STAT_DET_FAIL_RECV, 1);
+    if (names_me || type == MSG_HB) {
         msg_send(sender, MSG_FAIL, sender);
+        ftw_stat_add(FTW_STAT_DET_FAIL_SENT, 1);
+    }
 }
 
 static void msg_handle(const ftw_det_msg_t *m)
@@ -363,12 +587,19 @@ static void msg_handle(const ftw_det_msg_t *m)
         msg_send(sender, MSG_HB, 0);
         break;
     case MSG_FAIL:
+        ftw_stat_add(FTW_STAT_DET_FAIL_RECV, 1);
         if (failed == ftw_det.rank)
             declared_exit(sender);
         if (failed < 0 || failed >= ftw_det.size)
             break;
+        msg_send(sender, MSG_FACK, failed);
+        ftw_stat_add(FTW_STAT_DET_FAIL_ACKS, 1);
+        ftw_det_notice_relay(failed);
         snprintf(why, sizeof(why), "notice from rank %d", sender);
-        ftw_det_declare(failed, why);
+        ftw_det_declare_heard(failed, why);
+        break;
+    case MSG_FACK:
+        notice_acked(sender, failed);
         break;
     case MSG_BYE:
         ftw_det_depart(sender);

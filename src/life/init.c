@@ -323,3 +323,13 @@ FTW_EXPORT int FTW_Initialized(int *flag)
     *flag = ftw_running;
     return MPI_SUCCESS;
 }
+
+FTW_EXPORT int FTW_Stat_get(const char *key, unsigned long long *value)
+{
+    uint64_t v;
+
+    if (key == NULL || value == NULL || ftw_stats_lookup(key, &v) != 0)
+        return MPI_ERR_ARG;
+    *value = (unsigned long long)v;
+    return MPI_SUCCESS;
+}

@@ -1,6 +1,8 @@
 /* Per-process counters. */
 #include "util/stats.h"
 
+#include <string.h>
+
 _Atomic uint64_t ftw_stats[FTW_STAT_COUNT];
 
 static const char *const stat_keys[] = {
@@ -22,4 +24,14 @@ void ftw_stats_print(FILE *out, int rank)
                       (unsigned long long)atomic_load(&ftw_stats[i]));
     fprintf(out, "%s\n", line);
     fflush(out);
+}
+
+int ftw_stats_lookup(const char *key, uint64_t *value)
+{
+    for (int i = 0; i < FTW_STAT_COUNT; i++)
+        if (strcmp(key, stat_keys[i]) == 0) {
+            *value = atomic_load(&ftw_stats[i]);
+            return 0;
+        }
+    return -1;
 }

@@ -48,7 +48,15 @@
     _(CUT_COPIES,     "cut_copies",     "MPI cross-memory copies cut by a "  \
                                         "peer's death")                      \
     _(CUT_FAILED,     "cut_failed",     "completions failed over cut data")  \
-    _(BOUNCED,        "bounced",        "receives through a bounce buffer")
+    _(BOUNCED,        "bounced",        "receives through a bounce buffer") \
+    _(DET_FAIL_SENT,  "det_fail_sent",  "failure notices sent (tree, "      \
+                                        "resends, to the accused)")         \
+    _(DET_FAIL_RESENT, "det_fail_resent", "failure notices sent again "     \
+                                        "for want of an acknowledgement")   \
+    _(DET_FAIL_RECV,  "det_fail_recv",  "failure notices received")         \
+    _(DET_FAIL_ACKS,  "det_fail_acks",  "acknowledgements of notices sent") \
+    _(DET_FAIL_RETOLD, "det_fail_retold", "suspects told again that they " \
+                                        "were declared failed")
 
 typedef enum {
 #define FTW_STAT_ENUM_(id, key, help) FTW_STAT_##id,
@@ -66,5 +74,8 @@ static inline void ftw_stat_add(ftw_stat_t s, uint64_t n)
 
 /* One line: "[ftwrap r<rank>] stats: key=value ...". */
 void ftw_stats_print(FILE *out, int rank);
+
+/* The counter printed as key; -1 if there is none. */
+int ftw_stats_lookup(const char *key, uint64_t *value);
 
 #endif
