@@ -11,7 +11,7 @@
 #include "util/log.h"
 #include "xport/xport.h"
 
-int ftw_stash_n;
+_Atomic int ftw_stash_n;
 static ftw_stash_t *head, **tail = &head;
 static pthread_mutex_t stash_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -40,6 +40,16 @@ static void unlink_at(ftw_stash_t **pp)
     if (tail == &e->next)
         tail = pp;
     ftw_stash_n--;
+}
+
+/* Unlink entry e (stash_lock held). */
+static void ftw_stash_unlink_locked(ftw_stash_t *e)
+{
+    for (ftw_stash_t **pp = &head; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == e) {
+            unlink_at(pp);
+            break;
+        }
 }
 
 static void describe(const ftw_stash_t *e, MPI_Status *st)
@@ -93,6 +103,11 @@ static int take_message(ftw_op_t *op, ftw_stash_t *e, MPI_Message *msg,
     return rc;
 }
 
+/* pull_in: the probed message is gone (another thread's receive took it
+ * between the probe and the matched probes that take its source's older
+ * messages).  Only threads calling MPI at once see this. */
+#define STASH_GONE (-1)
+
 /* Take the RTS-sized message st describes out of the MPI into a new
  * entry at the stash's end, after every older message from its source
  * (of other tags, which the probe did not match): entries from a source
@@ -118,10 +133,15 @@ static int pull_in(ftw_op_t *op, const MPI_Status *st, ftw_stash_t **e_p)
                           &msg, &mst);
         if (rc == MPI_SUCCESS && flag)
             rc = PMPI_Get_elements_x(&mst, MPI_BYTE, &n);
-        if (rc != MPI_SUCCESS || !flag) {
-            ftw_error("%s: the probed message went away", op->name);
+        if (rc == MPI_SUCCESS && !flag) {
             free(e);
-            return rc != MPI_SUCCESS ? rc : MPI_ERR_INTERN;
+            return STASH_GONE;
+        }
+        if (rc != MPI_SUCCESS) {
+            ftw_error("%s: a matched probe of a probed message's source "
+                      "failed", op->name);
+            free(e);
+            return rc;
         }
         probed = mst.MPI_TAG == st->MPI_TAG && n == FTW_RTS_SIZE;
         rc = take_message(op, e, &msg, n, &mst);
@@ -147,16 +167,59 @@ static int pull_in(ftw_op_t *op, const MPI_Status *st, ftw_stash_t **e_p)
     }
 }
 
-int ftw_stash_look(ftw_op_t *op, int tag, int *flag_p, MPI_Status *st,
-                   ftw_stash_t **e_p)
+/* A matched probe's message that the MPI still holds, which an Iprobe
+ * showed (st): matched now, without blocking (another thread's receive
+ * may have taken it meanwhile: then *flag_p = 0).  The oldest of its
+ * source and tag; if it is RTS-sized (not the one the Iprobe saw), it
+ * goes into a new entry *e_p, not listed, as a stashed one would. */
+static int match_rest(ftw_op_t *op, MPI_Status *st, int *flag_p,
+                      MPI_Message *msg_p, ftw_stash_t **e_p)
 {
-    ftw_stash_t **pp, *e = NULL;
     MPI_Count n = 0;
-    int rc = MPI_SUCCESS;
+    MPI_Status u;
+    ftw_stash_t *e;
+    int rc;
+
+    rc = PMPI_Improbe(st->MPI_SOURCE, st->MPI_TAG, op->native, flag_p, msg_p,
+                      st);
+    if (rc != MPI_SUCCESS || !*flag_p)
+        return rc;
+    PMPI_Get_elements_x(st, MPI_BYTE, &n);
+    if (n != FTW_RTS_SIZE)
+        return MPI_SUCCESS;
+    if ((e = calloc(1, sizeof(*e))) == NULL)
+        return MPI_ERR_NO_MEM;  /* the message stays matched: lost */
+    rc = take_message(op, e, msg_p, n, st);
+    if (rc != MPI_SUCCESS) {
+        free(e);
+        return rc;
+    }
+    u = *st;
+    ftw_status_to_user(op->info.p2p_user, op->info.p2p_n, &u);
+    e->comm = op->info.comm;
+    e->nsrc = st->MPI_SOURCE;
+    e->usrc = u.MPI_SOURCE;
+    e->tag = st->MPI_TAG;
+    e->size = ftw_rndv_is_rts(e->hdr, FTW_RTS_SIZE)
+              ? (MPI_Count)((const ftw_rts_t *)(void *)e->hdr)->size : n;
+    describe(e, st);
+    *e_p = e;
+    return MPI_SUCCESS;
+}
+
+int ftw_stash_look(ftw_op_t *op, int tag, MPI_Message *msg_p, int *flag_p,
+                   MPI_Status *st, ftw_stash_t **e_p)
+{
+    ftw_stash_t **pp = NULL, *e = NULL;
+    MPI_Count n = 0;
+    int rc = MPI_SUCCESS, take = msg_p != NULL;
 
     *e_p = NULL;
+    if (msg_p != NULL)
+        *msg_p = MPI_MESSAGE_NULL;
     pthread_mutex_lock(&stash_lock);
-    pp = ftw_stash_n > 0 ? find(op->info.comm, op->npeer, tag) : NULL;
+    if (ftw_stash_n > 0)
+        pp = find(op->info.comm, op->npeer, tag);
     if (pp != NULL) {
         e = *pp;
         *flag_p = 1;
@@ -168,12 +231,21 @@ int ftw_stash_look(ftw_op_t *op, int tag, int *flag_p, MPI_Status *st,
     PMPI_Get_elements_x(st, MPI_BYTE, &n);
     if (n == FTW_RTS_SIZE)
         rc = pull_in(op, st, &e);
+    else if (take)
+        rc = match_rest(op, st, flag_p, msg_p, e_p);
+    if (rc == STASH_GONE) {
+        *flag_p = 0;
+        rc = MPI_SUCCESS;
+    }
 out:
-    pthread_mutex_unlock(&stash_lock);
+    /* Described, and taken, before another thread can take it. */
     if (e != NULL) {
         describe(e, st);
-        *e_p = e;
+        if (take)
+            ftw_stash_unlink_locked(e);
+        *e_p = take ? e : NULL;
     }
+    pthread_mutex_unlock(&stash_lock);
     return rc;
 }
 
@@ -219,17 +291,6 @@ void ftw_stash_drop(MPI_Comm comm, int usrc, int tell)
         free(e->data);
         free(e);
     }
-}
-
-void ftw_stash_remove(ftw_stash_t *e)
-{
-    pthread_mutex_lock(&stash_lock);
-    for (ftw_stash_t **pp = &head; *pp != NULL; pp = &(*pp)->next)
-        if (*pp == e) {
-            unlink_at(pp);
-            break;
-        }
-    pthread_mutex_unlock(&stash_lock);
 }
 
 int ftw_stash_replay(ftw_stash_t *e, MPI_Comm *comm_p, int *rank_p,
