@@ -96,6 +96,11 @@ void ftw_req_reap(int n, const MPI_Request before[], const MPI_Request after[]);
 /* Does an entry name dt (a receive's type, read at its completion)? */
 int ftw_req_uses_type(MPI_Datatype dt);
 
+/* Call fn on the entry of req (under the table's lock: fn must not use
+ * the table); 0 if it has none. */
+int ftw_req_apply(MPI_Request req, void (*fn)(ftw_req_t *e, void *arg),
+                  void *arg);
+
 /* Call fn on every entry (under the table's lock: fn must not use the
  * table). */
 void ftw_req_foreach(void (*fn)(ftw_req_t *e, void *arg), void *arg);
