@@ -374,6 +374,14 @@ int FTW_Buffer_quarantined(const void *buf, MPI_Aint len, int *flag);
 int FTW_Buffer_wait_release(const void *buf, MPI_Aint len, double timeout_s,
                             int *released);
 
+/*
+ * FTW_Stat - local: *value = this process's counter name, one of the keys
+ * of the FTW_STATS=1 line (e.g. "rndv_cma", "rndv_shm": rendezvous
+ * messages this process pulled).  Any thread may call it at any time.
+ * Errors: MPI_ERR_ARG (an unknown name, a NULL argument).
+ */
+int FTW_Stat(const char *name, unsigned long long *value);
+
 #ifdef __cplusplus
 }
 #endif

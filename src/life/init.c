@@ -170,12 +170,7 @@ int ftw_init_after(int rc)
     }
     ftw_fast_wait_init();
 
-    if (ftw_threaded && ftw_cfg.rndv_threshold != 0)
-        /* The receive state of p2p_rndv.c (early finishes, orphans,
-         * spans) is not safe for threads calling MPI at once. */
-        ftw_info("FTW_RNDV_THRESHOLD is ignored under MPI_THREAD_MULTIPLE: "
-                 "large messages go through the MPI");
-    else if (ftw_rndv_init() != FTW_OK)
+    if (ftw_rndv_init() != FTW_OK)
         ftw_error("the rendezvous could not start: large messages go "
                   "through the MPI (see the messages above)");
     if (ftw_ctl_init() != MPI_SUCCESS)

@@ -1,6 +1,11 @@
 /* Per-process counters. */
 #include "util/stats.h"
 
+#include <mpi.h>
+#include <string.h>
+
+#include "util/compiler.h"
+
 _Atomic uint64_t ftw_stats[FTW_STAT_COUNT];
 
 static const char *const stat_keys[] = {
@@ -22,4 +27,17 @@ void ftw_stats_print(FILE *out, int rank)
                       (unsigned long long)atomic_load(&ftw_stats[i]));
     fprintf(out, "%s\n", line);
     fflush(out);
+}
+
+FTW_EXPORT int FTW_Stat(const char *name, unsigned long long *value)
+{
+    if (name == NULL || value == NULL)
+        return MPI_ERR_ARG;
+    for (int i = 0; i < FTW_STAT_COUNT; i++) {
+        if (strcmp(stat_keys[i], name) == 0) {
+            *value = (unsigned long long)atomic_load(&ftw_stats[i]);
+            return MPI_SUCCESS;
+        }
+    }
+    return MPI_ERR_ARG;
 }
