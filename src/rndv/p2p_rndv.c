@@ -573,8 +573,15 @@ static int recv_fast(void *buf, int count, MPI_Datatype dt, int source,
     ftw_reqinfo_t info;
     MPI_Request req;
     MPI_Count n = 0;
-    int rc = PMPI_Irecv(buf, count, dt, source, tag, comm, &req);
+    int rc;
 
+    ftw_stash_post_begin();
+    if (ftw_stash_n != 0) {     /* a probe stashed messages meanwhile */
+        ftw_stash_post_end();
+        return FTW_PENDING_CODE;
+    }
+    rc = PMPI_Irecv(buf, count, dt, source, tag, comm, &req);
+    ftw_stash_post_end();
     if (rc != MPI_SUCCESS)
         return rc;
     rc = ftw_recv_fast(&req, st, comm, source, tag, name, buf, count, dt);
@@ -606,8 +613,10 @@ int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
     if (request == NULL && ftw_quiet() && ftw_stash_n == 0 &&
         ftw_type_size(dt, &size) == MPI_SUCCESS &&
         count * size >= FTW_RTS_SIZE && ftw_rndv_contig(count, dt, &lb) &&
-        !spans_overlap((char *)buf + lb, (char *)buf + lb + count * size, 0))
-        return recv_fast(buf, count, dt, source, tag, comm, name, status, lb);
+        !spans_overlap((char *)buf + lb, (char *)buf + lb + count * size, 0) &&
+        (rc = recv_fast(buf, count, dt, source, tag, comm, name, status,
+                        lb)) != FTW_PENDING_CODE)
+        return rc;
 
     ftw_op_begin(&op, name, comm, source, FTW_OP_RECV);
     ftw_op_set_buf(&op, buf, count, dt);
@@ -619,6 +628,9 @@ int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
         return op.rc;
     }
     rc = MPI_SUCCESS;
+    /* The stash looked at and the receive posted in one section against
+     * a probe taking messages into the stash (threads). */
+    ftw_stash_post_begin();
     if (ftw_stash_n > 0 && !persistent)
         rc = recv_stashed(&op, &tag);
     if (rc == MPI_SUCCESS)
@@ -628,6 +640,7 @@ int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
     if (rc == MPI_SUCCESS)
         rc = recv_post(&op, buf, count, dt, tag, persistent,
                        request != NULL ? request : &op.req);
+    ftw_stash_post_end();
     if (request != NULL) {
         if (rc == MPI_SUCCESS) {
             ftw_req_add(*request, &op.info);
@@ -985,8 +998,10 @@ void ftw_rndv_owned_free(unsigned rndv, void *owned)
 {
     if (owned == NULL)
         return;
-    if (rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH))
+    if (rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) {
         rs_settle(owned);
+        span_drop(owned);   /* a receive cut or cancelled, never finished */
+    }
     ftw_rndv_send_end(owned);
     free(owned);
 }
@@ -1011,11 +1026,10 @@ int ftw_rndv_orphan(MPI_Request req, ftw_reqinfo_t *info)
     /* Out of the table now: nobody claims it any more, but a claim made
      * before may still be pulling. */
     rs_settle(rs);
-    if (rs_state(rs) != RS_POSTED)
+    if (rs_state(rs) != RS_POSTED || (o = malloc(sizeof(*o))) == NULL) {
+        span_drop(rs);      /* its memory goes to the loose requests */
         return 0;
-    o = malloc(sizeof(*o));
-    if (o == NULL)
-        return 0;
+    }
     o->req = req;
     o->info = *info;
     info->owned = NULL;
@@ -1047,12 +1061,14 @@ static void orphans_progress(void)
         if (PMPI_Test(&o->req, &flag, &st) != MPI_SUCCESS || flag) {
             if (flag)
                 recv_finish(&o->info, &st);
+            span_drop(o->info.owned);
             free(o->info.owned);
             free(o);
             continue;
         }
         if (ftw_req_doomed(&o->info)) {
             PMPI_Cancel(&o->req);
+            span_drop(o->info.owned);
             ftw_rndv_loose_add(o->req, o->info.owned);
             free(o);
             continue;

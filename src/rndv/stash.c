@@ -14,6 +14,22 @@
 _Atomic int ftw_stash_n;
 static ftw_stash_t *head, **tail = &head;
 static pthread_mutex_t stash_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Threads: receives hold it shared from their look at the stash to their
+ * native post; a probe taking messages into the stash holds it alone
+ * (taken before stash_lock). */
+static pthread_rwlock_t post_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+void ftw_stash_post_begin(void)
+{
+    if (ftw_unlikely(ftw_threaded))
+        pthread_rwlock_rdlock(&post_lock);
+}
+
+void ftw_stash_post_end(void)
+{
+    if (ftw_unlikely(ftw_threaded))
+        pthread_rwlock_unlock(&post_lock);
+}
 
 static int matches(const ftw_stash_t *e, MPI_Comm comm, int nsrc, int tag)
 {
@@ -212,7 +228,7 @@ int ftw_stash_look(ftw_op_t *op, int tag, MPI_Message *msg_p, int *flag_p,
 {
     ftw_stash_t **pp = NULL, *e = NULL;
     MPI_Count n = 0;
-    int rc = MPI_SUCCESS, take = msg_p != NULL;
+    int rc = MPI_SUCCESS, take = msg_p != NULL, alone = 0;
 
     *e_p = NULL;
     if (msg_p != NULL)
@@ -229,6 +245,21 @@ int ftw_stash_look(ftw_op_t *op, int tag, MPI_Message *msg_p, int *flag_p,
     if (rc != MPI_SUCCESS || !*flag_p)
         goto out;
     PMPI_Get_elements_x(st, MPI_BYTE, &n);
+    if (n == FTW_RTS_SIZE && ftw_threaded) {
+        /* No receive posts while messages are taken into the stash: one
+         * posted natively meanwhile would get a newer message than one
+         * taken here, which it should have got first. */
+        pthread_mutex_unlock(&stash_lock);
+        pthread_rwlock_wrlock(&post_lock);
+        pthread_mutex_lock(&stash_lock);
+        alone = 1;
+        if (ftw_stash_n > 0 &&
+            (pp = find(op->info.comm, op->npeer, tag)) != NULL) {
+            e = *pp;    /* another thread stashed one meanwhile */
+            *flag_p = 1;
+            goto out;
+        }
+    }
     if (n == FTW_RTS_SIZE)
         rc = pull_in(op, st, &e);
     else if (take)
@@ -246,6 +277,8 @@ out:
         *e_p = take ? e : NULL;
     }
     pthread_mutex_unlock(&stash_lock);
+    if (alone)
+        pthread_rwlock_unlock(&post_lock);
     return rc;
 }
 

@@ -53,6 +53,11 @@ extern _Atomic int ftw_stash_n; /* entries; 0 skips every look */
 int ftw_stash_look(ftw_op_t *op, int tag, MPI_Message *msg_p, int *flag_p,
                    MPI_Status *st, ftw_stash_t **e_p);
 
+/* Around a receive's look at the stash and its native post (threads: a
+ * probe does not take messages into the stash in between). */
+void ftw_stash_post_begin(void);
+void ftw_stash_post_end(void);
+
 /* Remove and return the oldest entry a receive of op (source, tag) takes,
  * or NULL. */
 ftw_stash_t *ftw_stash_take(const ftw_op_t *op, int tag);
