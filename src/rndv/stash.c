@@ -31,19 +31,22 @@ void ftw_stash_post_end(void)
         pthread_rwlock_unlock(&post_lock);
 }
 
-static int matches(const ftw_stash_t *e, MPI_Comm comm, int nsrc, int tag)
+static int matches(const ftw_stash_t *e, MPI_Comm comm, MPI_Comm native,
+                   int nsrc, int tag)
 {
-    return e->comm == comm && (nsrc == MPI_ANY_SOURCE || nsrc == e->nsrc) &&
+    return e->comm == comm && e->native == native &&
+           (nsrc == MPI_ANY_SOURCE || nsrc == e->nsrc) &&
            (tag == MPI_ANY_TAG || tag == e->tag);
 }
 
 /* The oldest matching entry and the link pointing at it. */
-static ftw_stash_t **find(MPI_Comm comm, int nsrc, int tag)
+static ftw_stash_t **find(MPI_Comm comm, MPI_Comm native, int nsrc,
+                          int tag)
 {
     ftw_stash_t **pp;
 
     for (pp = &head; *pp != NULL; pp = &(*pp)->next)
-        if (matches(*pp, comm, nsrc, tag))
+        if (matches(*pp, comm, native, nsrc, tag))
             return pp;
     return NULL;
 }
@@ -166,6 +169,7 @@ static int pull_in(ftw_op_t *op, const MPI_Status *st, ftw_stash_t **e_p)
             return rc;
         }
         e->comm = op->info.comm;
+        e->native = op->native;
         e->nsrc = mst.MPI_SOURCE;
         ftw_status_to_user(op->info.p2p_user, op->info.p2p_n, &mst);
         e->usrc = mst.MPI_SOURCE;
@@ -213,6 +217,7 @@ static int match_rest(ftw_op_t *op, MPI_Status *st, int *flag_p,
     u = *st;
     ftw_status_to_user(op->info.p2p_user, op->info.p2p_n, &u);
     e->comm = op->info.comm;
+    e->native = op->native;
     e->nsrc = st->MPI_SOURCE;
     e->usrc = u.MPI_SOURCE;
     e->tag = st->MPI_TAG;
@@ -235,7 +240,7 @@ int ftw_stash_look(ftw_op_t *op, int tag, MPI_Message *msg_p, int *flag_p,
         *msg_p = MPI_MESSAGE_NULL;
     pthread_mutex_lock(&stash_lock);
     if (ftw_stash_n > 0)
-        pp = find(op->info.comm, op->npeer, tag);
+        pp = find(op->info.comm, op->native, op->npeer, tag);
     if (pp != NULL) {
         e = *pp;
         *flag_p = 1;
@@ -254,7 +259,7 @@ int ftw_stash_look(ftw_op_t *op, int tag, MPI_Message *msg_p, int *flag_p,
         pthread_mutex_lock(&stash_lock);
         alone = 1;
         if (ftw_stash_n > 0 &&
-            (pp = find(op->info.comm, op->npeer, tag)) != NULL) {
+            (pp = find(op->info.comm, op->native, op->npeer, tag)) != NULL) {
             e = *pp;    /* another thread stashed one meanwhile */
             *flag_p = 1;
             goto out;
@@ -287,7 +292,7 @@ ftw_stash_t *ftw_stash_take(const ftw_op_t *op, int tag)
     ftw_stash_t **pp, *e = NULL;
 
     pthread_mutex_lock(&stash_lock);
-    pp = find(op->info.comm, op->npeer, tag);
+    pp = find(op->info.comm, op->native, op->npeer, tag);
     if (pp != NULL) {
         e = *pp;
         unlink_at(pp);

@@ -31,6 +31,10 @@
 
 typedef struct ftw_stash {
     MPI_Comm comm;          /* the user's communicator */
+    MPI_Comm native;        /* the one it came on: a receive takes it only
+                             * there (after a drain, whose drop another
+                             * thread's probe may have run behind, its
+                             * source ranks and its epoch are another's) */
     int nsrc;               /* the source's rank where it came (native) */
     int usrc;               /* the source's rank in comm */
     int tag;
