@@ -87,6 +87,7 @@ build/$(1)/tests/validate_during0: tests/validate_during.c
 build/$(1)/tests/agree_tree_root build/$(1)/tests/agree_tree_two: tests/agree_tree.c
 build/$(1)/tests/rndv_p2p_shm build/$(1)/tests/rndv_p2p_auto: tests/rndv_p2p.c
 build/$(1)/tests/rndv_probe_shm: tests/rndv_probe.c
+build/$(1)/tests/rndv_threads_shm build/$(1)/tests/rndv_threads_auto: tests/rndv_threads.c
 build/$(1)/tests/rndv_type_lifetime: tests/p2p_type_lifetime.c
 build/$(1)/tests/rndv_fail_sender_shm: tests/rndv_fail_sender.c
 build/$(1)/tests/rndv_fail_receiver_shm: tests/rndv_fail_receiver.c

@@ -7,7 +7,7 @@
  * sends one message to the next rank it believes alive and receives one
  * from MPI_ANY_SOURCE, with the receive made four ways in turn: Irecv +
  * Waitall, Iprobe + Recv, Improbe + Mrecv, blocking Recv.  Sizes run from
- * 64 B to 1 MiB + 3 (the large ones through ftwrap's or the MPI's
+ * 64 B to 1 MiB + 3 (the large ones through ftwrap's own
  * rendezvous).  Each message names its sender, thread, a per-sender
  * sequence number and a seed; the payload is the seed's pattern.
  * The control thread, every 100 ms, calls FTW_Comm_validate or
@@ -30,6 +30,8 @@
  *  - no error outside the classes above, every validate and drain
  *    MPI_SUCCESS;
  *  - traffic flowed between the survivors after both deaths were known;
+ *  - ftwrap's own rendezvous carried large messages on every survivor
+ *    (FTW_Stat_get: rendezvous pulls), MPI_THREAD_MULTIPLE notwithstanding;
  *  - the final validate gives {1, 3} everywhere;
  *  - bounded time (the runner's timeout), nothing left behind (runner).
  */
@@ -372,7 +374,7 @@ int main(int argc, char **argv)
 {
     pthread_t th[NT];
     int provided = 0, bad_calls = 0, failed_ok = 0;
-    long res[8], sum[8];
+    long res[9], sum[9];
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -470,16 +472,28 @@ int main(int argc, char **argv)
     res[5] = n_recv_late > 0 ? 0 : 1;
     res[6] = n_recv;
     res[7] = n_drained + n_failed + n_disabled + n_quarantined;
+    {
+        /* Messages of 256 KiB + 17 and 1 MiB + 3 went through ftwrap's
+         * own rendezvous (on by default from 128 KiB): pulled here. */
+        unsigned long long cma = 0, shm = 0, verbs = 0;
+
+        FTW_Stat_get("rndv_cma", &cma);
+        FTW_Stat_get("rndv_shm", &shm);
+        FTW_Stat_get("rndv_verbs", &verbs);
+        res[8] = cma + shm + verbs == 0;
+        tap_diag("rank %d: rendezvous pulls: cma %llu, shm %llu, verbs %llu",
+                 rank, cma, shm, verbs);
+    }
     tap_diag("rank %d: received %ld (%ld after both deaths), drained %ld, "
              "failed %ld, disabled %ld, buffer quarantined %ld", rank,
              (long)n_recv, (long)n_recv_late, (long)n_drained, (long)n_failed,
              (long)n_disabled, (long)n_quarantined);
-    if (MPI_Reduce(res, sum, 8, MPI_LONG, MPI_SUM, 0, wc) != MPI_SUCCESS) {
+    if (MPI_Reduce(res, sum, 9, MPI_LONG, MPI_SUM, 0, wc) != MPI_SUCCESS) {
         tap_diag("rank %d: MPI_Reduce over the survivors failed", rank);
         memset(sum, 0xff, sizeof(sum));
     }
     if (rank == 0) {
-        tap_plan(7);
+        tap_plan(8);
         tap_ok_local(sum[0] == 0, "every received payload intact (%ld bad)",
                      sum[0]);
         tap_ok_local(sum[1] == 0, "per sender and thread the sequence "
@@ -493,6 +507,8 @@ int main(int argc, char **argv)
                      "deaths were known");
         tap_ok_local(sum[6] > 0, "messages received: %ld, ended in error: "
                      "%ld", sum[6], sum[7]);
+        tap_ok_local(sum[8] == 0, "ftwrap's rendezvous pulled messages on "
+                     "every survivor under MPI_THREAD_MULTIPLE");
     }
     MPI_Comm_free(&ctl);
     MPI_Comm_free(&wc);

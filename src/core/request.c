@@ -29,12 +29,6 @@ void ftw_req_ops_set(const ftw_req_ops_t *ops)
     req_ops = ops;
 }
 
-/* An owned block (a rendezvous send's header) leaves the MPI's hands. */
-static void owned_end(const void *owned)
-{
-    if (req_ops != NULL)
-        req_ops->owned_end(owned);
-}
 
 /*
  * The table maps a native handle to its entry: open addressing with
@@ -423,7 +417,7 @@ static void req_entry_insert(ftw_req_t *e)
             continue;
         /* The MPI reused a handle whose completion ftwrap did not see:
          * the old entry takes the new record, e goes back to the list. */
-        ftw_req_owned_free(old->info.owned, old->info.pooled);
+        ftw_req_owned_free(old->info.rndv, old->info.owned, old->info.pooled);
         req_early_note(old, -1);
         old->info = e->info;
         req_early_note(old, 1);
@@ -566,26 +560,27 @@ void ftw_req_block_put(void *p)
     blocks_n++;
 }
 
-void ftw_req_owned_free(void *owned, int pooled)
+void ftw_req_owned_free(unsigned rndv, void *owned, int pooled)
 {
     if (owned == NULL)
         return;
-    if (pooled) {
+    if (req_ops != NULL) {
+        req_ops->owned_free(rndv, owned, pooled);
+    } else if (pooled) {
         ftw_req_block_put(owned);
-        return;
+    } else {
+        free(owned);
     }
-    owned_end(owned);
-    free(owned);
 }
 
 static void req_del_locked(MPI_Request req)
 {
     long at = req_slot_find(req);
+    ftw_req_t *e;
 
     if (at >= 0) {
-        ftw_req_t *e = req_unlink_locked(at);
-
-        ftw_req_owned_free(e->info.owned, e->info.pooled);
+        e = req_unlink_locked(at);
+        ftw_req_owned_free(e->info.rndv, e->info.owned, e->info.pooled);
     }
 }
 
@@ -594,15 +589,17 @@ static int req_del_retired(MPI_Request req)
 {
     ftw_req_t *e, **pp;
     void *owned;
+    unsigned rndv;
     int pooled;
 
     if (ftw_likely(req_retired == NULL) ||
         (e = req_retired_find(req, &pp)) == NULL)
         return 0;
     owned = e->info.owned;
+    rndv = e->info.rndv;
     pooled = e->info.pooled;
     req_unretire(pp);
-    ftw_req_owned_free(owned, pooled);
+    ftw_req_owned_free(rndv, owned, pooled);
     return 1;
 }
 
@@ -622,13 +619,37 @@ void ftw_req_reap(int n, const MPI_Request before[], const MPI_Request after[])
         for (int i = 0; i < n; i++)
             if (before[i] != MPI_REQUEST_NULL && after[i] == MPI_REQUEST_NULL)
                 req_del_retired(before[i]);
-    if (ftw_req_count == 0)
+    /* Threads: the completion call retired the record of every handle it
+     * freed; a record the table holds under such a handle now is another
+     * thread's new request, given the same handle since. */
+    if (ftw_req_count == 0 || ftw_unlikely(ftw_threaded))
         return;
     req_table_lock();
     for (int i = 0; i < n; i++)
         if (before[i] != MPI_REQUEST_NULL && after[i] == MPI_REQUEST_NULL)
             req_del_locked(before[i]);
     req_table_unlock();
+}
+
+int ftw_req_apply(MPI_Request req, void (*fn)(ftw_req_t *e, void *arg),
+                  void *arg)
+{
+    ftw_req_t *e, **pp;
+    long at;
+
+    if (ftw_unlikely(req_retired != NULL) &&
+        (e = req_retired_find(req, &pp)) != NULL) {
+        fn(e, arg);
+        return 1;
+    }
+    if (ftw_req_count == 0 || req == MPI_REQUEST_NULL)
+        return 0;
+    req_table_lock();
+    at = req_slot_find(req);
+    if (at >= 0)
+        fn(req_slots[at].e, arg);
+    req_table_unlock();
+    return at >= 0;
 }
 
 void ftw_req_foreach(void (*fn)(ftw_req_t *e, void *arg), void *arg)
@@ -666,6 +687,7 @@ typedef struct {
     void *shield;       /* a collective's private output copy */
     unsigned skip;      /* passes to go before it is tested again */
     unsigned wait;      /* passes between its tests, doubling */
+    unsigned rndv;      /* the rndv bits of its record (owned's kind) */
 } grave_t;
 
 /* The most passes between two tests of one abandoned request.  Most end
@@ -709,6 +731,7 @@ static grave_t *grave_add_locked(MPI_Request req, void *owned)
     g->skip = 0;
     g->shield = NULL;
     g->wait = 0;
+    g->rndv = 0;
     g->owned = owned;
     ftw_stat_add(FTW_STAT_GRAVEYARD, 1);
     return g;
@@ -719,15 +742,21 @@ static grave_t *grave_add_req_locked(MPI_Request req)
 {
     void *owned = NULL;
     long at = req_slot_find(req);
+    unsigned rndv = 0;
+    grave_t *g;
 
     if (at >= 0) {
         owned = req_slots[at].e->info.owned;
+        rndv = req_slots[at].e->info.rndv;
         req_slots[at].e->info.owned = NULL;
         /* The graveyard's test may free the handle from now on. */
         if (ftw_threaded)
             req_retire_locked(req);
     }
-    return grave_add_locked(req, owned);
+    g = grave_add_locked(req, owned);
+    if (g != NULL)
+        g->rndv = rndv;
+    return g;
 }
 
 void ftw_grave_add(MPI_Request req)
@@ -842,8 +871,7 @@ static void grave_close(grave_t *g)
 {
     if (g->pidfd >= 0)
         close(g->pidfd);
-    owned_end(g->owned);
-    free(g->owned);
+    ftw_req_owned_free(g->rndv, g->owned, 0);
     free(g->shield);
     grave_release(g->qid);
 }

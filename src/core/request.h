@@ -104,7 +104,7 @@ void *ftw_req_block_get(void);
 void ftw_req_block_put(void *b);
 
 /* Free what a record owned (ftw_reqinfo_t.owned, .pooled). */
-void ftw_req_owned_free(void *owned, int pooled);
+void ftw_req_owned_free(unsigned rndv, void *owned, int pooled);
 
 /* The entry of a handle, or NULL.  Under MPI_THREAD_MULTIPLE another
  * thread may complete the request and the entry be reused: read it only
@@ -128,6 +128,11 @@ void ftw_req_reap(int n, const MPI_Request before[], const MPI_Request after[]);
 
 /* Does an entry name dt (a receive's type, read at its completion)? */
 int ftw_req_uses_type(MPI_Datatype dt);
+
+/* Call fn on the entry of req (under the table's lock: fn must not use
+ * the table); 0 if it has none. */
+int ftw_req_apply(MPI_Request req, void (*fn)(ftw_req_t *e, void *arg),
+                  void *arg);
 
 /* Call fn on every entry (under the table's lock: fn must not use the
  * table). */
@@ -218,12 +223,13 @@ int ftw_grave_count(void);
 
 /* What the end of a record or a grave means to the layers above core,
  * set once at MPI_Init: release a quarantined range (buf/quarantine.h),
- * retry bounced receives after ranges were released (buf/bounce.h), end
- * an owned rendezvous send before its block is freed (rndv/rndv.h). */
+ * retry bounced receives after ranges were released (buf/bounce.h), free
+ * what a record owned (rndv/rndv.h: a receive's state, once no thread
+ * finishes it any more; a send's block, once its transports let go). */
 typedef struct ftw_req_ops {
     void (*range_release)(unsigned qid);
     void (*ranges_released)(void);
-    void (*owned_end)(const void *owned);
+    void (*owned_free)(unsigned rndv, void *owned, int pooled);
 } ftw_req_ops_t;
 
 void ftw_req_ops_set(const ftw_req_ops_t *ops);

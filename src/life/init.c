@@ -203,7 +203,7 @@ static const ftw_comm_ops_t comm_ops = {
 static const ftw_req_ops_t req_ops = {
     .range_release = ftw_quarantine_release,
     .ranges_released = ftw_bounce_progress,
-    .owned_end = ftw_rndv_send_end,
+    .owned_free = ftw_rndv_owned_free,
 };
 
 static const ftw_op_rndv_ops_t op_rndv_ops = {
@@ -262,12 +262,7 @@ int ftw_init_after(int rc)
     }
     ftw_fast_wait_init();
 
-    if (ftw_threaded && ftw_cfg.rndv_threshold != 0)
-        /* The receive state of p2p_rndv.c (early finishes, orphans,
-         * spans) is not safe for threads calling MPI at once. */
-        ftw_info("FTW_RNDV_THRESHOLD is ignored under MPI_THREAD_MULTIPLE: "
-                 "large messages go through the MPI");
-    else if (ftw_rndv_init() != FTW_OK)
+    if (ftw_rndv_init() != FTW_OK)
         ftw_error("the rendezvous could not start: large messages go "
                   "through the MPI (see the messages above)");
     if (ftw_ctl_init() != MPI_SUCCESS)

@@ -411,6 +411,11 @@ static int recv_ended(const ftw_reqinfo_t *info, MPI_Status *st,
     return rc;
 }
 
+/* Seconds a receive of a message replayed to this process is waited for
+ * (the message is on its way from this process itself: it comes with the
+ * next progress, whichever thread makes it). */
+#define FTW_REPLAY_GRACE 10.0
+
 static int recv_cancel(const ftw_reqinfo_t *info, MPI_Request *req,
                        MPI_Status *status, int source, int code)
 {
@@ -419,6 +424,15 @@ static int recv_cancel(const ftw_reqinfo_t *info, MPI_Request *req,
 
     for (int i = 0; i < 3 && !flag; i++)
         ftw_req_test(req, &flag, &st);
+    if (!flag && (info->rndv & FTW_RNDV_REPLAY)) {
+        /* Never cancelled: a cancelled one would leave the replay to be
+         * matched by a later receive of this process. */
+        double end = PMPI_Wtime() + FTW_REPLAY_GRACE;
+
+        while (!flag && ftw_req_test(req, &flag, &st) == MPI_SUCCESS &&
+               !flag && PMPI_Wtime() < end)
+            ftw_xport_progress();
+    }
     if (!flag && recv_cancellable(info, source)) {
         ftw_req_cancel(req);
         for (int i = 0; i < 1000 && !flag; i++)

@@ -192,7 +192,8 @@ static void reqset_release(reqset_t *s, int i)
 {
     if (s->has[i] != HAS_TAKEN || s->info[i].owned == NULL)
         return;
-    ftw_req_owned_free(s->info[i].owned, s->info[i].pooled);
+    ftw_req_owned_free(s->info[i].rndv, s->info[i].owned,
+                       s->info[i].pooled);
     s->info[i].owned = NULL;
     s->info[i].bounce = NULL;
 }
@@ -713,15 +714,41 @@ int ftw_start(MPI_Request *req)
 
     ftw_wrap_check();
     rc = start_refused(*req, "MPI_Start");
-    if (rc == MPI_SUCCESS && ftw_rndv_min != 0 && ftw_rndv_started(*req))
-        return MPI_SUCCESS;
-    return rc != MPI_SUCCESS ? rc : PMPI_Start(req);
+    if (rc != MPI_SUCCESS || ftw_rndv_min == 0)
+        return rc != MPI_SUCCESS ? rc : PMPI_Start(req);
+    /* The stash looked at and the receive started in one section against
+     * a probe taking messages into the stash (threads). */
+    ftw_stash_post_begin();
+    rc = ftw_rndv_started(*req) ? MPI_SUCCESS : PMPI_Start(req);
+    ftw_stash_post_end();
+    return rc;
+}
+
+/* MPI_Startall while the rendezvous is on: receives served from the
+ * probes' stash stay inactive, the others are started (one by one if
+ * any was served), in one section against a probe taking messages into
+ * the stash. */
+static int startall_rndv(int n, MPI_Request reqs[])
+{
+    int taken = 0, rc = MPI_SUCCESS;
+
+    ftw_stash_post_begin();
+    for (int i = 0; i < n; i++)
+        taken += ftw_rndv_started(reqs[i]);
+    if (taken == 0)
+        rc = PMPI_Startall(n, reqs);
+    for (int i = 0; taken > 0 && i < n && rc == MPI_SUCCESS; i++) {
+        ftw_reqinfo_t info;
+
+        if (!ftw_req_lookup(reqs[i], &info) || !ftw_rndv_start_taken(&info))
+            rc = PMPI_Start(&reqs[i]);
+    }
+    ftw_stash_post_end();
+    return rc;
 }
 
 int ftw_startall(int n, MPI_Request reqs[])
 {
-    int taken = 0;
-
     ftw_wrap_check();
     for (int i = 0; i < n; i++) {
         int rc = start_refused(reqs[i], "MPI_Startall");
@@ -731,23 +758,7 @@ int ftw_startall(int n, MPI_Request reqs[])
     }
     if (ftw_rndv_min == 0)
         return PMPI_Startall(n, reqs);
-    /* Receives served from the probes' stash stay inactive: start the
-     * others one by one. */
-    for (int i = 0; i < n; i++)
-        taken += ftw_rndv_started(reqs[i]);
-    if (taken == 0)
-        return PMPI_Startall(n, reqs);
-    for (int i = 0; i < n; i++) {
-        ftw_reqinfo_t info;
-        int rc;
-
-        if (ftw_req_lookup(reqs[i], &info) && ftw_rndv_start_taken(&info))
-            continue;
-        rc = PMPI_Start(&reqs[i]);
-        if (rc != MPI_SUCCESS)
-            return rc;
-    }
-    return MPI_SUCCESS;
+    return startall_rndv(n, reqs);
 }
 
 int ftw_request_get_status(MPI_Request req, int *flag, MPI_Status *status)

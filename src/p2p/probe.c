@@ -139,7 +139,6 @@ static int stash_message(ftw_op_t *op, ftw_stash_t *e, MPI_Message *message)
     MPI_Status st;
     int rank, tag, rep[3] = {1, 0, 0}, usrc = e->usrc, rc;
 
-    ftw_stash_remove(e);
     rc = ftw_stash_replay(e, &comm, &rank, &tag, &rep[1], &rep[2]);
     if (rc == MPI_SUCCESS)
         rc = PMPI_Mprobe(rank, tag, comm, message, &st);
@@ -155,15 +154,12 @@ static int look_stash(ftw_op_t *op, int tag, int *flag, MPI_Message *message,
 {
     MPI_Status st;
     ftw_stash_t *e;
-    int rc = ftw_stash_look(op, tag, flag, &st, &e);
+    int rc = ftw_stash_look(op, tag, message, flag, &st, &e);
 
     if (rc != MPI_SUCCESS || !*flag)
         return rc;
     if (message != NULL && e != NULL)
         rc = stash_message(op, e, message);
-    else if (message != NULL)
-        rc = PMPI_Mprobe(st.MPI_SOURCE, st.MPI_TAG, op->native, message,
-                         &st);  /* the oldest of its source and tag */
     if (status != MPI_STATUS_IGNORE)
         *status = st;
     return rc;

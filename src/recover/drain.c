@@ -28,6 +28,7 @@
 #include "core/ft.h"
 #include "core/lock.h"
 #include "op/op.h"
+#include "rndv/p2p_rndv.h"
 #include "rndv/stash.h"
 #include "util/log.h"
 #include "util/stats.h"
@@ -161,8 +162,13 @@ static void cancel_receives(ftw_req_t *e, void *arg)
 {
     const ftw_reqinfo_t *want = arg;
 
+    /* Not a rendezvous send's FIN receive (its receiver may be pulling
+     * the buffer: its wait settles it, ftw_rndv_send_settle), nor the
+     * receive of a message replayed to this process (on its way from this
+     * process: cancelled, it would be left for a later receive). */
     if (e->info.comm != want->comm || e->info.kind != FTW_OP_RECV ||
-        e->info.persistent)
+        e->info.persistent ||
+        (e->info.rndv & (FTW_RNDV_SEND | FTW_RNDV_REPLAY)))
         return;
     if (want->peer >= 0 && e->info.peer != want->peer &&
         e->info.peer != MPI_ANY_SOURCE)

@@ -2,6 +2,8 @@
 #include "rndv/p2p_rndv.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +15,30 @@
 #include "util/stats.h"
 #include "xport/xport.h"
 
-/* What a rendezvous-capable receive owns (ftw_reqinfo_t.owned): the
- * outcome of a completion finished early, shared by every copy of the
- * request's info, and the scratch header. */
+/*
+ * The state of a rendezvous-capable receive, which decides who finishes
+ * it (reads its header, pulls, sends the FIN) exactly once:
+ *
+ *   IDLE --post/start--> POSTED --claim--> CLAIMED --> FINISHED --> IDLE
+ *                                  (owner's completion: CLAIMED --> IDLE)
+ *
+ * The claim is a compare-and-swap from POSTED.  The progress of any
+ * thread claims a posted receive whose native request completed
+ * (early_claim, under the request table's lock, which every native
+ * completion of a recorded request also holds) and pulls outside that
+ * lock; the owner's completion (ftw_rndv_finish) claims it itself, or,
+ * finding it CLAIMED, waits for FINISHED and takes the outcome kept
+ * there.  Whatever frees the state waits while it is CLAIMED
+ * (ftw_rndv_owned_free).  With one thread the same transitions are plain
+ * loads and stores.
+ */
+enum { RS_IDLE, RS_POSTED, RS_CLAIMED, RS_FINISHED };
+
+/* What a rendezvous-capable receive owns (ftw_reqinfo_t.owned): its
+ * state, the outcome of a completion finished early, shared by every
+ * copy of the request's info, and the scratch header. */
 typedef struct {
-    int32_t active;         /* posted (a persistent one: started) */
-    int32_t finished;       /* finished early: code and got hold */
+    _Atomic int32_t state;  /* RS_*; FINISHED: code and got hold */
     int32_t code;
     int32_t replay;         /* FTW_RNDV_REPLAY: source and tag to report */
     int32_t rsrc, rtag;
@@ -145,9 +165,53 @@ static int nspans, spans_cap;
 static uint64_t spans_seq;
 static pthread_mutex_t spans_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void span_add(rstate_t *rs, const char *lo, const char *hi, int head)
+static inline int32_t rs_state(const rstate_t *rs)
 {
-    ftw_mt_lock(&spans_lock);
+    return atomic_load_explicit(&((rstate_t *)rs)->state,
+                                memory_order_acquire);
+}
+
+static inline void rs_set(rstate_t *rs, int32_t state)
+{
+    atomic_store_explicit(&rs->state, state, memory_order_release);
+}
+
+/* Claim rs for finishing: POSTED -> CLAIMED; the state found. */
+static inline int32_t rs_claim(rstate_t *rs)
+{
+    int32_t old = RS_POSTED;
+
+    if (ftw_likely(!ftw_threaded)) {
+        old = atomic_load_explicit(&rs->state, memory_order_relaxed);
+        if (old == RS_POSTED)
+            atomic_store_explicit(&rs->state, RS_CLAIMED,
+                                  memory_order_relaxed);
+        return old;
+    }
+    atomic_compare_exchange_strong_explicit(&rs->state, &old, RS_CLAIMED,
+                                            memory_order_acq_rel,
+                                            memory_order_acquire);
+    return old;
+}
+
+/* Wait while another thread finishes rs (its pull is bounded: it ends
+ * when the data is in or the sender failed); serve this process's own
+ * shm receivers meanwhile. */
+static void rs_settle(const rstate_t *rs)
+{
+    unsigned spins = 0;
+
+    while (rs_state(rs) == RS_CLAIMED) {
+        ftw_xport_progress();
+        if ((++spins & 63) == 0)
+            sched_yield();
+    }
+}
+
+/* List [lo, hi) for rs (spans_lock held). */
+static void span_add_locked(rstate_t *rs, const char *lo, const char *hi,
+                            int head)
+{
     if (nspans == spans_cap && spans_cap < SPANS_MAX) {
         int cap = spans_cap ? 2 * spans_cap : 16;
         struct span *n = realloc(spans, sizeof(*n) * (size_t)cap);
@@ -163,7 +227,6 @@ static void span_add(rstate_t *rs, const char *lo, const char *hi, int head)
         rs->span_id = spans[nspans].id;
         __atomic_store_n(&nspans, nspans + 1, __ATOMIC_RELAXED);
     }
-    ftw_mt_unlock(&spans_lock);
 }
 
 static struct span *span_find_locked(uint64_t id)
@@ -189,14 +252,15 @@ static void span_drop(rstate_t *rs)
     ftw_mt_unlock(&spans_lock);
 }
 
-/* Does [lo, hi) overlap a listed range (heads_only: a listed head)? */
-static int spans_overlap(const char *lo, const char *hi, int heads_only)
+/* Does [lo, hi) overlap a listed range (heads_only: a listed head)?
+ * spans_lock held. */
+static int spans_overlap_locked(const char *lo, const char *hi,
+                                int heads_only)
 {
     int found = 0;
 
-    if (__atomic_load_n(&nspans, __ATOMIC_RELAXED) == 0 || lo >= hi)
+    if (lo >= hi)
         return 0;
-    ftw_mt_lock(&spans_lock);
     for (int i = 0; i < nspans && !found; i++) {
         const struct span *e = &spans[i];
 
@@ -205,25 +269,43 @@ static int spans_overlap(const char *lo, const char *hi, int heads_only)
         else
             found = e->lo < hi && lo < e->hi;
     }
+    return found;
+}
+
+static int spans_overlap(const char *lo, const char *hi, int heads_only)
+{
+    int found;
+
+    if (__atomic_load_n(&nspans, __ATOMIC_RELAXED) == 0 || lo >= hi)
+        return 0;
+    ftw_mt_lock(&spans_lock);
+    found = spans_overlap_locked(lo, hi, heads_only);
     ftw_mt_unlock(&spans_lock);
     return found;
 }
 
-/* The RTS rescued for rs, if any, into *hdr. */
-static int head_rescued(const rstate_t *rs, ftw_rts_t *hdr)
+/* Place a receive into [lo, hi) among the listed ones, in one section
+ * (threads posting into one buffer at once see each other's heads):
+ * 1 listed with its head, 2 listed without (split: its head goes to
+ * scratch), 0 not listed. */
+static int span_place(rstate_t *rs, const char *lo, const char *hi)
 {
-    struct span *e;
-    int found = 0;
+    int how = 0;
 
-    if (rs == NULL || rs->span_id == 0)
-        return 0;
     ftw_mt_lock(&spans_lock);
-    if ((e = span_find_locked(rs->span_id)) != NULL && e->rescued) {
-        memcpy(hdr, &e->hdr, sizeof(*hdr));
-        found = 1;
+    /* Threads: not over any listed range either, which another thread
+     * may be pulling into right now (a head there could be overwritten
+     * by a write that began before it was listed). */
+    if (!spans_overlap_locked(lo, hi, !ftw_threaded)) {
+        span_add_locked(rs, lo, hi, 1);
+        how = 1;
+    } else if (hi - lo > FTW_RTS_SIZE &&
+               !spans_overlap_locked(lo + FTW_RTS_SIZE, hi, 1)) {
+        span_add_locked(rs, lo, hi, 0);
+        how = 2;
     }
     ftw_mt_unlock(&spans_lock);
-    return found;
+    return how;
 }
 
 /* The bytes count dt at buf may write: [*lo, *hi). */
@@ -244,29 +326,112 @@ static void write_span(const void *buf, MPI_Count count, MPI_Datatype dt,
     }
 }
 
-/* ftwrap is about to write into the buffer of receive info (a pull, a
- * copy from scratch): keep the RTS of every other listed receive whose
- * head that covers. */
-static void heads_rescue(const ftw_reqinfo_t *info)
+/* Keep the RTS lying in each listed head (but self's) that [lo, hi)
+ * covers; the number of such heads that hold none yet (spans_lock
+ * held). */
+static int heads_rescue_locked(uint64_t self, const char *lo, const char *hi)
 {
-    const rstate_t *rs = info->owned;
-    uint64_t self = rs != NULL ? rs->span_id : 0;
-    const char *lo, *hi;
+    int pending = 0;
 
-    if (__atomic_load_n(&nspans, __ATOMIC_RELAXED) == 0)
-        return;
-    write_span(info->buf, info->count, info->dt, &lo, &hi);
-    ftw_mt_lock(&spans_lock);
     for (int i = 0; i < nspans; i++) {
         struct span *e = &spans[i];
 
         if (!e->head || e->rescued || e->id == self || e->lo >= hi ||
-            lo >= e->lo + FTW_RTS_SIZE || !ftw_rndv_is_rts(e->lo, FTW_RTS_SIZE))
+            lo >= e->lo + FTW_RTS_SIZE)
             continue;
+        if (!ftw_rndv_is_rts(e->lo, FTW_RTS_SIZE)) {
+            pending++;
+            continue;
+        }
         memcpy(&e->hdr, e->lo, sizeof(e->hdr));
         e->rescued = 1;
     }
+    return pending;
+}
+
+/* ftwrap is about to write into the buffer of receive info (a pull, a
+ * copy from scratch): keep the RTS of every other listed receive whose
+ * head that covers.  Returns the number of covered heads with no RTS
+ * yet: with one thread the MPI writes none while ftwrap writes, but
+ * another thread's progress may let the MPI write one at any moment
+ * (copy_around_heads). */
+static int heads_rescue(const ftw_reqinfo_t *info)
+{
+    const rstate_t *rs = info->owned;
+    uint64_t self = rs != NULL ? rs->span_id : 0;
+    const char *lo, *hi;
+    int pending;
+
+    if (__atomic_load_n(&nspans, __ATOMIC_RELAXED) == 0)
+        return 0;
+    write_span(info->buf, info->count, info->dt, &lo, &hi);
+    ftw_mt_lock(&spans_lock);
+    pending = heads_rescue_locked(self, lo, hi);
     ftw_mt_unlock(&spans_lock);
+    return pending;
+}
+
+/* Threads: copy n bytes from src to dst, a receive's contiguous bytes
+ * (its span self), except the heads of other pending listed receives
+ * that hold no RTS yet: the MPI may write one there while this copy runs,
+ * and such receives write the whole range themselves when they finish.
+ * Heads holding an RTS now are kept first.  Under spans_lock, so that a
+ * receive reading its head (head_read) sees it before or after. */
+static void copy_around_heads(uint64_t self, char *dst, const char *src,
+                              size_t n)
+{
+    const char *skip[64];
+    int nskip = 0;
+    size_t off = 0;
+
+    ftw_mt_lock(&spans_lock);
+    heads_rescue_locked(self, dst, dst + n);
+    for (int i = 0; i < nspans && nskip < 64; i++) {
+        const struct span *e = &spans[i];
+        int at = nskip;
+
+        if (!e->head || e->rescued || e->id == self ||
+            e->lo + FTW_RTS_SIZE <= dst || e->lo >= dst + n)
+            continue;
+        while (at > 0 && skip[at - 1] > e->lo) {     /* sorted by address */
+            skip[at] = skip[at - 1];
+            at--;
+        }
+        skip[at] = e->lo;
+        nskip++;
+    }
+    for (int k = 0; k <= nskip; k++) {
+        const char *stop = k < nskip ? skip[k] : dst + n;
+        size_t end = stop > dst ? (size_t)(stop - dst) : 0;
+
+        if (end > off)
+            memcpy(dst + off, src + off, end - off);
+        if (k < nskip && (size_t)(skip[k] + FTW_RTS_SIZE - dst) > off)
+            off = (size_t)(skip[k] + FTW_RTS_SIZE - dst);
+        if (off > n)
+            off = n;
+    }
+    ftw_mt_unlock(&spans_lock);
+}
+
+/* The RTS a listed receive finds: the one rescued for it, or what its
+ * head holds, read in one section with copy_around_heads.  0 if rs is
+ * not listed (the caller reads the buffer). */
+static int head_read(const rstate_t *rs, ftw_rts_t *hdr)
+{
+    struct span *e;
+    int found = 0;
+
+    if (rs == NULL || rs->span_id == 0)
+        return 0;
+    ftw_mt_lock(&spans_lock);
+    if ((e = span_find_locked(rs->span_id)) != NULL) {
+        memcpy(hdr, e->rescued ? (const void *)&e->hdr : (const void *)e->lo,
+               sizeof(*hdr));
+        found = 1;
+    }
+    ftw_mt_unlock(&spans_lock);
+    return found;
 }
 
 /* World rank of rank peer of comm, or -1 (intercommunicators, wildcard
@@ -291,7 +456,7 @@ int ftw_rndv_send_settle(const ftw_reqinfo_t *info, MPI_Request *req,
     double end = PMPI_Wtime() + SEND_SETTLE_SEC;
 
     for (unsigned i = 0; world >= 0 && !ftw_detect_is_failed(world); i++) {
-        if (PMPI_Test(req, &flag, st) != MPI_SUCCESS)
+        if (ftw_req_test(req, &flag, st) != MPI_SUCCESS)
             return 0;
         if (flag)
             return 1;
@@ -441,7 +606,7 @@ static int recv_prepare(ftw_op_t *op, void *buf, int count, MPI_Datatype dt,
         ftw_error("%s: out of memory", op->name);
         return MPI_ERR_NO_MEM;
     }
-    rs->active = !persistent;
+    rs->state = persistent ? RS_IDLE : RS_POSTED;
     rs->replay = op->replay;
     rs->rsrc = op->rsrc;
     rs->rtag = op->rtag;
@@ -460,13 +625,9 @@ static int recv_prepare(ftw_op_t *op, void *buf, int count, MPI_Datatype dt,
         contig(count, dt, &lb)) {
         const char *lo = (const char *)buf + lb, *hi = lo + count * size;
 
-        if (!spans_overlap(lo, hi, 1)) {
-            span_add(rs, lo, hi, 1);
-        } else if (count * size > FTW_RTS_SIZE &&
-                   !spans_overlap(lo + FTW_RTS_SIZE, hi, 1)) {
+        if (span_place(rs, lo, hi) == 2) {
             rs->split = 1;
             op->info.rndv = FTW_RNDV_RSCRATCH;
-            span_add(rs, lo, hi, 0);
             ftw_stat_add(FTW_STAT_RNDV_SPLIT, 1);
         }
     }
@@ -504,8 +665,15 @@ static int recv_fast(void *buf, int count, MPI_Datatype dt, int source,
     ftw_reqinfo_t info;
     MPI_Request req;
     MPI_Count n = 0;
-    int rc = PMPI_Irecv(buf, count, dt, source, tag, comm, &req);
+    int rc;
 
+    ftw_stash_post_begin();
+    if (ftw_stash_n != 0) {     /* a probe stashed messages meanwhile */
+        ftw_stash_post_end();
+        return FTW_PENDING_CODE;
+    }
+    rc = PMPI_Irecv(buf, count, dt, source, tag, comm, &req);
+    ftw_stash_post_end();
     if (rc != MPI_SUCCESS)
         return rc;
     rc = ftw_recv_fast(&req, st, comm, source, tag, name, buf, count, dt);
@@ -551,7 +719,7 @@ static int recv_small(void *buf, int count, MPI_Datatype dt, MPI_Count bytes,
         ftw_error("MPI_Irecv: out of memory");
         return MPI_ERR_NO_MEM;
     }
-    rs->active = 1;
+    rs->state = RS_POSTED;
     rc = PMPI_Irecv(rs->scratch, FTW_RTS_SIZE, MPI_BYTE, source, tag, comm,
                     request);
     if (rc != MPI_SUCCESS) {
@@ -627,9 +795,10 @@ int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
             return recv_fast_scratch(buf, count, dt, source, tag, comm, name,
                                      status);
         if (request == NULL && contig(count, dt, &lb) &&
-            !spans_overlap((char *)buf + lb, (char *)buf + lb + bytes, 0))
-            return recv_fast(buf, count, dt, source, tag, comm, name, status,
-                             lb);
+            !spans_overlap((char *)buf + lb, (char *)buf + lb + bytes, 0) &&
+            (rc = recv_fast(buf, count, dt, source, tag, comm, name, status,
+                            lb)) != FTW_PENDING_CODE)
+            return rc;
     }
 full:
     ftw_op_begin(&op, name, comm, source, FTW_OP_RECV);
@@ -642,6 +811,9 @@ full:
         return op.rc;
     }
     rc = MPI_SUCCESS;
+    /* The stash looked at and the receive posted in one section against
+     * a probe taking messages into the stash (threads). */
+    ftw_stash_post_begin();
     if (ftw_stash_n > 0 && !persistent)
         rc = recv_stashed(&op, &tag);
     if (rc == MPI_SUCCESS)
@@ -651,6 +823,7 @@ full:
     if (rc == MPI_SUCCESS)
         rc = recv_post(&op, buf, count, dt, tag, persistent,
                        request != NULL ? request : &op.req);
+    ftw_stash_post_end();
     if (request != NULL) {
         if (rc == MPI_SUCCESS) {
             ftw_req_add(*request, &op.info);
@@ -738,7 +911,7 @@ void ftw_op_rndv_recv(ftw_op_t *op)
                         "own source and tag", op->name);
         return;
     }
-    rs->active = 1;
+    rs->state = RS_POSTED;
     rs->replay = 1;
     rs->rsrc = op->rsrc;
     rs->rtag = op->rtag;
@@ -776,11 +949,28 @@ static int send_finish(const ftw_reqinfo_t *info, MPI_Status *st)
 static int rts_finish(const ftw_reqinfo_t *info, MPI_Status *st,
                       const ftw_rts_t *rts)
 {
-    MPI_Count got = 0;
+    const rstate_t *rs = info->owned;
+    MPI_Count got = 0, size = 0;
+    MPI_Aint lb;
+    char *tmp;
     int rc;
 
-    heads_rescue(info);
-    rc = ftw_status_to_mpi(ftw_rndv_recv(rts, info->buf, info->count, info->dt, &got));
+    if (heads_rescue(info) > 0 && ftw_threaded &&
+        ftw_type_size(info->dt, &size) == MPI_SUCCESS &&
+        ftw_rndv_contig(info->count, info->dt, &lb) &&
+        (tmp = malloc(info->count * size > 0 ? (size_t)(info->count * size)
+                                             : 1)) != NULL) {
+        /* Pulled aside, then copied around the heads still waiting. */
+        rc = ftw_status_to_mpi(ftw_rndv_recv(rts, tmp, info->count * size, MPI_BYTE,
+                                   &got));
+        if (rc == MPI_SUCCESS || rc == MPI_ERR_TRUNCATE)
+            copy_around_heads(rs != NULL ? rs->span_id : 0,
+                              (char *)info->buf + lb, tmp, (size_t)got);
+        free(tmp);
+    } else {
+        rc = ftw_status_to_mpi(ftw_rndv_recv(rts, info->buf, info->count, info->dt,
+                                   &got));
+    }
 
     PMPI_Status_set_elements_x(st, MPI_BYTE, got);
     if (rc != MPI_SUCCESS)
@@ -795,7 +985,7 @@ static int scratch_copy(const ftw_reqinfo_t *info, MPI_Status *st,
     const rstate_t *rs = info->owned;
     MPI_Count size = 0, cap;
     MPI_Aint lb;
-    int rc = MPI_SUCCESS;
+    int rc = MPI_SUCCESS, pending;
 
     ftw_type_size(info->dt, &size);
     cap = info->count * size;
@@ -807,11 +997,15 @@ static int scratch_copy(const ftw_reqinfo_t *info, MPI_Status *st,
     }
     if (n == 0)
         return rc;
-    heads_rescue(info);
+    pending = heads_rescue(info);
     /* Scratch holds the first FTW_RTS_SIZE bytes at most: all of them for
      * a receive posted there, the head of a split one (contiguous, its
      * rest already in place). */
-    if (contig(info->count, info->dt, &lb))
+    if (ftw_rndv_contig(info->count, info->dt, &lb) && pending > 0 &&
+        ftw_threaded)
+        copy_around_heads(rs->span_id, (char *)info->buf + lb, rs->scratch,
+                          (size_t)(n < FTW_RTS_SIZE ? n : FTW_RTS_SIZE));
+    else if (ftw_rndv_contig(info->count, info->dt, &lb))
         memcpy((char *)info->buf + lb, rs->scratch,
                (size_t)(n < FTW_RTS_SIZE ? n : FTW_RTS_SIZE));
     else
@@ -861,11 +1055,20 @@ static int recv_finish(const ftw_reqinfo_t *info, MPI_Status *st)
     }
     if (n != FTW_RTS_SIZE)
         return MPI_SUCCESS;
-    if (!head_rescued(rs, &hdr))
+    if (!head_read(rs, &hdr))
         user_header(info, &hdr);
     if (!ftw_rndv_is_rts(&hdr, n))
         return MPI_SUCCESS;
     return rts_finish(info, st, &hdr);
+}
+
+/* The outcome a receive finished early keeps, into st. */
+static int early_outcome(const rstate_t *rs, MPI_Status *st)
+{
+    PMPI_Status_set_elements_x(st, MPI_BYTE, rs->got);
+    if (rs->code != MPI_SUCCESS)
+        st->MPI_ERROR = rs->code;
+    return rs->code;
 }
 
 int ftw_rndv_finish(const ftw_reqinfo_t *info, MPI_Status *st)
@@ -881,42 +1084,102 @@ int ftw_rndv_finish(const ftw_reqinfo_t *info, MPI_Status *st)
     }
     if (!(info->rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH))) {
         rc = MPI_SUCCESS;   /* a replay into a buffer under a header */
-    } else if (rs == NULL || !rs->finished) {
+    } else if (rs == NULL) {
         rc = recv_finish(info, st);
     } else {
+        int32_t was = rs_claim(rs);
+
+        if (was == RS_CLAIMED) {
+            rs_settle(rs);  /* another thread's progress is pulling it */
+            was = rs_state(rs);
+        }
         /* Finished early: the status the MPI gives is the RTS's. */
-        rc = rs->code;
-        PMPI_Status_set_elements_x(st, MPI_BYTE, rs->got);
-        if (rc != MPI_SUCCESS)
-            st->MPI_ERROR = rc;
+        rc = was == RS_FINISHED ? early_outcome(rs, st)
+                                : recv_finish(info, st);
     }
     if (rs != NULL) {
-        rs->finished = 0;
-        rs->active = 0;
         span_drop(rs);
+        rs_set(rs, RS_IDLE);
     }
     return rc;
 }
 
-/* One pending receive of the table whose message may have come: finish
- * it now, so that its sender's wait can end, and keep the outcome for
- * the completion call. */
-static void early_one(ftw_req_t *e, void *arg)
+/* Receives claimed by one progress pass, finished after the table's
+ * lock is left (a pull must not hold every other thread's completion
+ * calls); with one thread each is finished at once. */
+#define EARLY_MAX 8
+
+typedef struct {
+    int n;
+    struct early_job {
+        ftw_reqinfo_t info;
+        MPI_Status st;
+    } job[EARLY_MAX];
+} early_t;
+
+/* Finish a claimed receive whose native request completed with st, and
+ * keep the outcome for its completion call. */
+static void early_run(const ftw_reqinfo_t *info, MPI_Status *st)
 {
+    rstate_t *rs = info->owned;
+
+    rs->code = recv_finish(info, st);
+    PMPI_Get_elements_x(st, MPI_BYTE, &rs->got);
+    span_drop(rs);
+    rs_set(rs, RS_FINISHED);
+}
+
+/* One pending receive of the table whose message may have come (the
+ * table locked): claim it, so that its sender's wait can end, and finish
+ * it now (one thread) or once the lock is left (q). */
+static void early_claim(ftw_req_t *e, void *arg)
+{
+    early_t *q = arg;
     rstate_t *rs = e->info.owned;
     MPI_Status st;
     int flag = 0;
 
-    (void)arg;
     if (!e->info.early ||
         !(e->info.rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) ||
-        rs == NULL || !rs->active || rs->finished ||
+        rs == NULL || q->n == EARLY_MAX || rs_state(rs) != RS_POSTED ||
         PMPI_Request_get_status(e->key, &flag, &st) != MPI_SUCCESS || !flag)
         return;
-    rs->code = recv_finish(&e->info, &st);
-    PMPI_Get_elements_x(&st, MPI_BYTE, &rs->got);
-    rs->finished = 1;
-    span_drop(rs);
+    /* The empty status of an inactive persistent receive: its owner's
+     * completion took it between its post and this look. */
+    if (ftw_unlikely(ftw_threaded) && e->info.persistent &&
+        st.MPI_SOURCE == MPI_ANY_SOURCE && st.MPI_TAG == MPI_ANY_TAG)
+        return;
+    if (rs_claim(rs) != RS_POSTED)
+        return;
+    if (ftw_likely(!ftw_threaded)) {
+        early_run(&e->info, &st);
+        return;
+    }
+    q->job[q->n].info = e->info;
+    q->job[q->n++].st = st;
+}
+
+static void early_drain(early_t *q)
+{
+    for (int i = 0; i < q->n; i++)
+        early_run(&q->job[i].info, &q->job[i].st);
+    q->n = 0;
+}
+
+void ftw_rndv_owned_free(unsigned rndv, void *owned, int pooled)
+{
+    if (owned == NULL)
+        return;
+    if (rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) {
+        rs_settle(owned);
+        span_drop(owned);   /* a receive cut or cancelled, never finished */
+    }
+    if (pooled) {
+        ftw_req_block_put(owned);
+        return;
+    }
+    ftw_rndv_send_end(owned);
+    free(owned);
 }
 
 /* Receives freed while active (ftw_rndv_orphan). */
@@ -926,55 +1189,75 @@ typedef struct orphan {
     ftw_reqinfo_t info;
 } orphan_t;
 
-static orphan_t *orphans;
+static orphan_t *_Atomic orphans;
+static pthread_mutex_t orphans_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int ftw_rndv_orphan(MPI_Request req, ftw_reqinfo_t *info)
 {
     rstate_t *rs = info->owned;
     orphan_t *o;
 
-    if (!(info->rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) || rs == NULL ||
-        !rs->active || rs->finished)
+    if (!(info->rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) || rs == NULL)
         return 0;
-    o = malloc(sizeof(*o));
-    if (o == NULL)
+    /* Out of the table now: nobody claims it any more, but a claim made
+     * before may still be pulling. */
+    rs_settle(rs);
+    if (rs_state(rs) != RS_POSTED || (o = malloc(sizeof(*o))) == NULL) {
+        span_drop(rs);      /* its memory goes to the loose requests */
         return 0;
+    }
     o->req = req;
     o->info = *info;
     info->owned = NULL;
-    o->next = orphans;
-    orphans = o;
+    ftw_mt_lock(&orphans_lock);
+    o->next = atomic_load_explicit(&orphans, memory_order_relaxed);
+    atomic_store_explicit(&orphans, o, memory_order_relaxed);
+    ftw_mt_unlock(&orphans_lock);
     return 1;
 }
 
 /* Finish the orphans whose message came; drop those whose sender
- * failed (nothing to tell it) once the MPI lets go of them. */
+ * failed (nothing to tell it) once the MPI lets go of them.  One thread
+ * at a time takes the list, works on it unlocked, and puts back what
+ * is left. */
 static void orphans_progress(void)
 {
-    orphan_t **pp = &orphans;
+    orphan_t *list, *keep = NULL, **kt = &keep;
 
-    while (*pp != NULL) {
-        orphan_t *o = *pp;
+    if (ftw_mt_trylock(&orphans_lock) != 0)
+        return;
+    list = atomic_exchange_explicit(&orphans, NULL, memory_order_relaxed);
+    ftw_mt_unlock(&orphans_lock);
+    while (list != NULL) {
+        orphan_t *o = list;
         MPI_Status st;
         int flag = 0;
 
+        list = o->next;
         if (PMPI_Test(&o->req, &flag, &st) != MPI_SUCCESS || flag) {
             if (flag)
                 recv_finish(&o->info, &st);
-            *pp = o->next;
+            span_drop(o->info.owned);
             free(o->info.owned);
             free(o);
             continue;
         }
         if (ftw_req_doomed(&o->info)) {
-            *pp = o->next;
             PMPI_Cancel(&o->req);
+            span_drop(o->info.owned);
             ftw_rndv_loose_add(o->req, o->info.owned);
             free(o);
             continue;
         }
-        pp = &o->next;
+        *kt = o;
+        kt = &o->next;
     }
+    if (keep == NULL)
+        return;
+    ftw_mt_lock(&orphans_lock);
+    *kt = atomic_load_explicit(&orphans, memory_order_relaxed);
+    atomic_store_explicit(&orphans, keep, memory_order_relaxed);
+    ftw_mt_unlock(&orphans_lock);
 }
 
 /* Are there receives progress must finish (early ones, orphans)? */
@@ -986,9 +1269,14 @@ static int recvs_to_finish(void)
 
 void ftw_rndv_progress_recvs(void)
 {
-    if (atomic_load_explicit(&ftw_req_early_count, memory_order_relaxed) > 0)
-        ftw_req_foreach(early_one, NULL);
-    if (orphans != NULL)
+    if (atomic_load_explicit(&ftw_req_early_count, memory_order_relaxed) > 0) {
+        early_t q;
+
+        q.n = 0;
+        ftw_req_foreach(early_claim, &q);
+        early_drain(&q);
+    }
+    if (atomic_load_explicit(&orphans, memory_order_relaxed) != NULL)
         orphans_progress();
 }
 
@@ -1021,8 +1309,6 @@ static int start_from_stash(ftw_req_t *e)
     rs->replay = 1;
     rs->rsrc = op.rsrc;
     rs->rtag = op.rtag;
-    rs->active = 1;
-    rs->finished = 1;
     rs->got = 0;
     if (rc == MPI_SUCCESS) {
         info.rndv &= (uint8_t)~FTW_RNDV_REPLAY;
@@ -1033,6 +1319,7 @@ static int start_from_stash(ftw_req_t *e)
                   "received again (error %d)", rc);
         rs->code = rc;
     }
+    rs_set(rs, RS_FINISHED);
     return 1;
 }
 
@@ -1041,9 +1328,10 @@ int ftw_rndv_start_taken(const ftw_reqinfo_t *info)
     const rstate_t *rs = info->owned;
 
     return (info->rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) &&
-           rs != NULL && rs->finished;
+           rs != NULL && rs_state(rs) == RS_FINISHED;
 }
 
+/* The request being started is the caller's: its record stays. */
 int ftw_rndv_started(MPI_Request req)
 {
     ftw_req_t *e = ftw_req_find(req);
@@ -1055,7 +1343,7 @@ int ftw_rndv_started(MPI_Request req)
     rs->replay = 0;
     if (ftw_stash_n > 0 && e->info.persistent && start_from_stash(e))
         return 1;
-    rs->active = 1;
+    rs_set(rs, RS_POSTED);
     return 0;
 }
 
@@ -1071,14 +1359,15 @@ int ftw_rndv_finish_raise(const ftw_reqinfo_t *info, MPI_Status *st,
 
 void ftw_rndv_peek(MPI_Request req, MPI_Status *st)
 {
-    ftw_req_t *e = ftw_req_find(req);
     ftw_reqinfo_t info;
     const rstate_t *rs;
+    early_t q;
 
     /* Its message may have come since the last progress pass: finished
      * now, so the status gives the pulled message. */
-    if (e != NULL)
-        early_one(e, NULL);
+    q.n = 0;
+    ftw_req_apply(req, early_claim, &q);
+    early_drain(&q);
     if (st == MPI_STATUS_IGNORE || !ftw_req_lookup(req, &info) ||
         !(info.rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) ||
         (rs = info.owned) == NULL)
@@ -1087,9 +1376,7 @@ void ftw_rndv_peek(MPI_Request req, MPI_Status *st)
         st->MPI_SOURCE = rs->rsrc;
         st->MPI_TAG = rs->rtag;
     }
-    if (!rs->finished)
-        return;
-    PMPI_Status_set_elements_x(st, MPI_BYTE, rs->got);
-    if (rs->code != MPI_SUCCESS)
-        st->MPI_ERROR = rs->code;
+    rs_settle(rs);      /* another thread's progress may be pulling it */
+    if (rs_state(rs) == RS_FINISHED)
+        early_outcome(rs, st);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "core/lock.h"
 #include "detect/detect.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -23,7 +24,7 @@ static uint64_t cookie[2];
 static MPI_Comm rndv_comm = MPI_COMM_NULL;  /* FIN messages, by world rank */
 static int self_world = -1;
 static int fin_tag_span = FIN_TAG_SPAN;
-static unsigned fin_seq;            /* atomic: any thread sends */
+static _Atomic unsigned fin_seq;    /* threads' sends take distinct tags */
 
 /* Small sends nobody waits for (RTS headers, FINs) and their buffers. */
 typedef struct {
@@ -33,16 +34,20 @@ typedef struct {
 
 static loose_t *loose;
 static int loose_n, loose_cap;
+/* Under MPI_THREAD_MULTIPLE: any thread adds, one at a time tests. */
+static pthread_mutex_t loose_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Keep a small send until the MPI is done with its buffer. */
 void ftw_rndv_loose_add(MPI_Request req, void *buf)
 {
+    ftw_mt_lock(&loose_lock);
     if (loose_n == loose_cap) {
         int cap = loose_cap ? 2 * loose_cap : 64;
         loose_t *l = realloc(loose, sizeof(*l) * (size_t)cap);
 
         if (l == NULL) {
             /* Never free what the MPI may still read. */
+            ftw_mt_unlock(&loose_lock);
             ftw_warn_sparse("out of memory: a small send is not tracked");
             PMPI_Request_free(&req);
             return;
@@ -52,11 +57,14 @@ void ftw_rndv_loose_add(MPI_Request req, void *buf)
     }
     loose[loose_n].req = req;
     loose[loose_n++].buf = buf;
+    ftw_mt_unlock(&loose_lock);
 }
 
 void ftw_rndv_progress(void)
 {
     ftw_xport_progress();
+    if (ftw_mt_trylock(&loose_lock) != 0)
+        return;     /* another thread is at it */
     for (int i = 0; i < loose_n;) {
         int flag = 0;
 
@@ -69,6 +77,7 @@ void ftw_rndv_progress(void)
             i++;
         }
     }
+    ftw_mt_unlock(&loose_lock);
 }
 
 /* Rank 0 draws the cookie, everyone gets it, and rank 0's threshold
@@ -201,9 +210,10 @@ int ftw_rndv_contig(MPI_Count count, MPI_Datatype dt, MPI_Aint *lb_p)
 ftw_status_t ftw_rndv_replay(void *buf, MPI_Count n, MPI_Comm *comm_p,
                              int *rank_p, int *tag_p)
 {
-    static unsigned seq;
-    unsigned n_seq = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);
-    int tag = 1 + (int)(n_seq % (FIN_TAG_BASE - 1));  /* below the FINs' */
+    static _Atomic unsigned seq;
+    int tag = 1 + (int)(atomic_fetch_add_explicit(&seq, 1,
+                                                   memory_order_relaxed) %
+                        (FIN_TAG_BASE - 1));    /* below the FINs' */
     MPI_Request req;
 
     if (n > INT32_MAX ||
@@ -276,8 +286,9 @@ ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
                         .size = (uint64_t)size, .addr = addr,
                         .pid = ftw_xport_self_pid(), .world = self_world,
                         .fin_tag = FIN_TAG_BASE +
-                                   (int)(__atomic_fetch_add(&fin_seq, 1,
-                                                 __ATOMIC_RELAXED) %
+                                   (int)(atomic_fetch_add_explicit(
+                                             &fin_seq, 1,
+                                             memory_order_relaxed) %
                                          (unsigned)fin_tag_span),
                         .xport = xport };
     if (ftw_xport_ops(xport)->expose(world, addr, (size_t)size, s.owned,

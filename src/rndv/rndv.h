@@ -93,6 +93,12 @@ ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
  * and a no-op for any other block. */
 void ftw_rndv_send_end(const void *owned);
 
+/* Free what a request's record owned (ftw_reqinfo_t.owned, with its
+ * rndv bits): a send's block ends as ftw_rndv_send_end says; a receive
+ * another thread is finishing early (pulling into its buffer) is waited
+ * for first.  Any other block is just freed. */
+void ftw_rndv_owned_free(unsigned rndv, void *owned, int pooled);
+
 /* The code of the FIN an owned block (ftw_rndv_send_t.owned) got. */
 ftw_fin_code_t ftw_rndv_fin_code(const void *owned);
 

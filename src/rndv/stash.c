@@ -14,20 +14,39 @@
 _Atomic int ftw_stash_n;
 static ftw_stash_t *head, **tail = &head;
 static pthread_mutex_t stash_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Threads: receives hold it shared from their look at the stash to their
+ * native post; a probe taking messages into the stash holds it alone
+ * (taken before stash_lock). */
+static pthread_rwlock_t post_lock = PTHREAD_RWLOCK_INITIALIZER;
 
-static int matches(const ftw_stash_t *e, MPI_Comm comm, int nsrc, int tag)
+void ftw_stash_post_begin(void)
 {
-    return e->comm == comm && (nsrc == MPI_ANY_SOURCE || nsrc == e->nsrc) &&
+    if (ftw_unlikely(ftw_threaded))
+        pthread_rwlock_rdlock(&post_lock);
+}
+
+void ftw_stash_post_end(void)
+{
+    if (ftw_unlikely(ftw_threaded))
+        pthread_rwlock_unlock(&post_lock);
+}
+
+static int matches(const ftw_stash_t *e, MPI_Comm comm, MPI_Comm native,
+                   int nsrc, int tag)
+{
+    return e->comm == comm && e->native == native &&
+           (nsrc == MPI_ANY_SOURCE || nsrc == e->nsrc) &&
            (tag == MPI_ANY_TAG || tag == e->tag);
 }
 
 /* The oldest matching entry and the link pointing at it. */
-static ftw_stash_t **find(MPI_Comm comm, int nsrc, int tag)
+static ftw_stash_t **find(MPI_Comm comm, MPI_Comm native, int nsrc,
+                          int tag)
 {
     ftw_stash_t **pp;
 
     for (pp = &head; *pp != NULL; pp = &(*pp)->next)
-        if (matches(*pp, comm, nsrc, tag))
+        if (matches(*pp, comm, native, nsrc, tag))
             return pp;
     return NULL;
 }
@@ -40,6 +59,16 @@ static void unlink_at(ftw_stash_t **pp)
     if (tail == &e->next)
         tail = pp;
     ftw_gate_add(ftw_stash_n, -1);
+}
+
+/* Unlink entry e (stash_lock held). */
+static void ftw_stash_unlink_locked(ftw_stash_t *e)
+{
+    for (ftw_stash_t **pp = &head; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == e) {
+            unlink_at(pp);
+            break;
+        }
 }
 
 static void describe(const ftw_stash_t *e, MPI_Status *st)
@@ -93,6 +122,11 @@ static int take_message(ftw_op_t *op, ftw_stash_t *e, MPI_Message *msg,
     return rc;
 }
 
+/* pull_in: the probed message is gone (another thread's receive took it
+ * between the probe and the matched probes that take its source's older
+ * messages).  Only threads calling MPI at once see this. */
+#define STASH_GONE (-1)
+
 /* Take the RTS-sized message st describes out of the MPI into a new
  * entry at the stash's end, after every older message from its source
  * (of other tags, which the probe did not match): entries from a source
@@ -118,10 +152,15 @@ static int pull_in(ftw_op_t *op, const MPI_Status *st, ftw_stash_t **e_p)
                           &msg, &mst);
         if (rc == MPI_SUCCESS && flag)
             rc = PMPI_Get_elements_x(&mst, MPI_BYTE, &n);
-        if (rc != MPI_SUCCESS || !flag) {
-            ftw_error("%s: the probed message went away", op->name);
+        if (rc == MPI_SUCCESS && !flag) {
             free(e);
-            return rc != MPI_SUCCESS ? rc : MPI_ERR_INTERN;
+            return STASH_GONE;
+        }
+        if (rc != MPI_SUCCESS) {
+            ftw_error("%s: a matched probe of a probed message's source "
+                      "failed", op->name);
+            free(e);
+            return rc;
         }
         probed = mst.MPI_TAG == st->MPI_TAG && n == FTW_RTS_SIZE;
         rc = take_message(op, e, &msg, n, &mst);
@@ -130,6 +169,7 @@ static int pull_in(ftw_op_t *op, const MPI_Status *st, ftw_stash_t **e_p)
             return rc;
         }
         e->comm = op->info.comm;
+        e->native = op->native;
         e->nsrc = mst.MPI_SOURCE;
         ftw_status_to_user(op->info.p2p_user, op->info.p2p_n, &mst);
         e->usrc = mst.MPI_SOURCE;
@@ -147,16 +187,60 @@ static int pull_in(ftw_op_t *op, const MPI_Status *st, ftw_stash_t **e_p)
     }
 }
 
-int ftw_stash_look(ftw_op_t *op, int tag, int *flag_p, MPI_Status *st,
-                   ftw_stash_t **e_p)
+/* A matched probe's message that the MPI still holds, which an Iprobe
+ * showed (st): matched now, without blocking (another thread's receive
+ * may have taken it meanwhile: then *flag_p = 0).  The oldest of its
+ * source and tag; if it is RTS-sized (not the one the Iprobe saw), it
+ * goes into a new entry *e_p, not listed, as a stashed one would. */
+static int match_rest(ftw_op_t *op, MPI_Status *st, int *flag_p,
+                      MPI_Message *msg_p, ftw_stash_t **e_p)
 {
-    ftw_stash_t **pp, *e = NULL;
     MPI_Count n = 0;
-    int rc = MPI_SUCCESS;
+    MPI_Status u;
+    ftw_stash_t *e;
+    int rc;
+
+    rc = PMPI_Improbe(st->MPI_SOURCE, st->MPI_TAG, op->native, flag_p, msg_p,
+                      st);
+    if (rc != MPI_SUCCESS || !*flag_p)
+        return rc;
+    PMPI_Get_elements_x(st, MPI_BYTE, &n);
+    if (n != FTW_RTS_SIZE)
+        return MPI_SUCCESS;
+    if ((e = calloc(1, sizeof(*e))) == NULL)
+        return MPI_ERR_NO_MEM;  /* the message stays matched: lost */
+    rc = take_message(op, e, msg_p, n, st);
+    if (rc != MPI_SUCCESS) {
+        free(e);
+        return rc;
+    }
+    u = *st;
+    ftw_status_to_user(op->info.p2p_user, op->info.p2p_n, &u);
+    e->comm = op->info.comm;
+    e->native = op->native;
+    e->nsrc = st->MPI_SOURCE;
+    e->usrc = u.MPI_SOURCE;
+    e->tag = st->MPI_TAG;
+    e->size = ftw_rndv_is_rts(e->hdr, FTW_RTS_SIZE)
+              ? (MPI_Count)((const ftw_rts_t *)(void *)e->hdr)->size : n;
+    describe(e, st);
+    *e_p = e;
+    return MPI_SUCCESS;
+}
+
+int ftw_stash_look(ftw_op_t *op, int tag, MPI_Message *msg_p, int *flag_p,
+                   MPI_Status *st, ftw_stash_t **e_p)
+{
+    ftw_stash_t **pp = NULL, *e = NULL;
+    MPI_Count n = 0;
+    int rc = MPI_SUCCESS, take = msg_p != NULL, alone = 0;
 
     *e_p = NULL;
+    if (msg_p != NULL)
+        *msg_p = MPI_MESSAGE_NULL;
     ftw_mt_lock(&stash_lock);
-    pp = ftw_stash_n > 0 ? find(op->info.comm, op->npeer, tag) : NULL;
+    if (ftw_stash_n > 0)
+        pp = find(op->info.comm, op->native, op->npeer, tag);
     if (pp != NULL) {
         e = *pp;
         *flag_p = 1;
@@ -166,14 +250,40 @@ int ftw_stash_look(ftw_op_t *op, int tag, int *flag_p, MPI_Status *st,
     if (rc != MPI_SUCCESS || !*flag_p)
         goto out;
     PMPI_Get_elements_x(st, MPI_BYTE, &n);
+    if (n == FTW_RTS_SIZE && ftw_threaded) {
+        /* No receive posts while messages are taken into the stash: one
+         * posted natively meanwhile would get a newer message than one
+         * taken here, which it should have got first. */
+        ftw_mt_unlock(&stash_lock);
+        pthread_rwlock_wrlock(&post_lock);
+        ftw_mt_lock(&stash_lock);
+        alone = 1;
+        if (ftw_stash_n > 0 &&
+            (pp = find(op->info.comm, op->native, op->npeer, tag)) != NULL) {
+            e = *pp;    /* another thread stashed one meanwhile */
+            *flag_p = 1;
+            goto out;
+        }
+    }
     if (n == FTW_RTS_SIZE)
         rc = pull_in(op, st, &e);
+    else if (take)
+        rc = match_rest(op, st, flag_p, msg_p, e_p);
+    if (rc == STASH_GONE) {
+        *flag_p = 0;
+        rc = MPI_SUCCESS;
+    }
 out:
-    ftw_mt_unlock(&stash_lock);
+    /* Described, and taken, before another thread can take it. */
     if (e != NULL) {
         describe(e, st);
-        *e_p = e;
+        if (take)
+            ftw_stash_unlink_locked(e);
+        *e_p = take ? e : NULL;
     }
+    ftw_mt_unlock(&stash_lock);
+    if (alone)
+        pthread_rwlock_unlock(&post_lock);
     return rc;
 }
 
@@ -182,7 +292,7 @@ ftw_stash_t *ftw_stash_take(const ftw_op_t *op, int tag)
     ftw_stash_t **pp, *e = NULL;
 
     ftw_mt_lock(&stash_lock);
-    pp = find(op->info.comm, op->npeer, tag);
+    pp = find(op->info.comm, op->native, op->npeer, tag);
     if (pp != NULL) {
         e = *pp;
         unlink_at(pp);
@@ -219,17 +329,6 @@ void ftw_stash_drop(MPI_Comm comm, int usrc, int tell)
         free(e->data);
         free(e);
     }
-}
-
-void ftw_stash_remove(ftw_stash_t *e)
-{
-    ftw_mt_lock(&stash_lock);
-    for (ftw_stash_t **pp = &head; *pp != NULL; pp = &(*pp)->next)
-        if (*pp == e) {
-            unlink_at(pp);
-            break;
-        }
-    ftw_mt_unlock(&stash_lock);
 }
 
 int ftw_stash_replay(ftw_stash_t *e, MPI_Comm *comm_p, int *rank_p,

@@ -31,6 +31,10 @@
 
 typedef struct ftw_stash {
     MPI_Comm comm;          /* the user's communicator */
+    MPI_Comm native;        /* the one it came on: a receive takes it only
+                             * there (after a drain, whose drop another
+                             * thread's probe may have run behind, its
+                             * source ranks and its epoch are another's) */
     int nsrc;               /* the source's rank where it came (native) */
     int usrc;               /* the source's rank in comm */
     int tag;
@@ -45,10 +49,18 @@ extern _Atomic int ftw_stash_n; /* entries; 0 skips every look (a gate) */
 
 /* One nonblocking look for op's source and tag, stash first: an
  * RTS-sized message of the MPI is taken into the stash.  *flag_p: found;
- * then st (not MPI_STATUS_IGNORE) describes it in native ranks, and
- * *e_p is its stash entry or NULL for a message left in the MPI. */
-int ftw_stash_look(ftw_op_t *op, int tag, int *flag_p, MPI_Status *st,
-                   ftw_stash_t **e_p);
+ * then st (not MPI_STATUS_IGNORE) describes it in native ranks.  A probe
+ * passes msg_p NULL, and *e_p is NULL.  A matched probe passes msg_p:
+ * what it found is matched in the same section (threads taking at once
+ * each get another message, or none): an entry, taken out of the stash,
+ * in *e_p (the caller's), or a message the MPI holds in *msg_p. */
+int ftw_stash_look(ftw_op_t *op, int tag, MPI_Message *msg_p, int *flag_p,
+                   MPI_Status *st, ftw_stash_t **e_p);
+
+/* Around a receive's look at the stash and its native post (threads: a
+ * probe does not take messages into the stash in between). */
+void ftw_stash_post_begin(void);
+void ftw_stash_post_end(void);
 
 /* Remove and return the oldest entry a receive of op (source, tag) takes,
  * or NULL. */
@@ -58,9 +70,6 @@ ftw_stash_t *ftw_stash_take(const ftw_op_t *op, int tag);
  * a drain cut them, or comm is freed.  tell: a sender of an RTS among
  * them hears that its message was not taken (FIN, failed). */
 void ftw_stash_drop(MPI_Comm comm, int usrc, int tell);
-
-/* Remove entry e (found by ftw_stash_look). */
-void ftw_stash_remove(ftw_stash_t *e);
 
 /* Replay e (then freed) as a message to self: the receive for it goes to
  * rank *rank_p, tag *tag_p of *comm_p.  *src_p, *tag0_p: what its status

@@ -414,7 +414,9 @@ err_close:
     return FTW_ST_IO_ERROR;
 }
 
-/* The receiver's segment from src, mapped on first use. */
+/* The receiver's segment from src, mapped on first use, and held for
+ * one pull (busy, taken under shm_lock, which a drop of the segment
+ * also holds): FTW_ST_UNSUPPORTED if another thread pulls from src. */
 static ftw_status_t seg_in(const ftw_xport_src_t *src, shm_seg_t **s_p)
 {
     shm_seg_t *s;
@@ -436,6 +438,10 @@ static ftw_status_t seg_in(const ftw_xport_src_t *src, shm_seg_t **s_p)
         if (st != FTW_OK)
             goto out;
         in_seg[src->world] = s;
+    }
+    if (atomic_flag_test_and_set_explicit(&s->busy, memory_order_acquire)) {
+        st = FTW_ST_UNSUPPORTED;    /* another thread pulls: use cma */
+        goto out;
     }
     *s_p = s;
 out:
@@ -616,16 +622,17 @@ static ftw_status_t shm_pull(const ftw_xport_src_t *src, uint64_t addr,
     if (st != FTW_OK)
         return st;
     if (s->cma_until != 0 && now_ms() < s->cma_until)
-        return FTW_ST_UNSUPPORTED;  /* the sender stalled lately: cma */
-    if (atomic_flag_test_and_set_explicit(&s->busy, memory_order_acquire))
-        return FTW_ST_UNSUPPORTED;  /* another thread pulls: use cma */
-    st = seg_pull(s, src, addr, local, len);
-    atomic_flag_clear_explicit(&s->busy, memory_order_release);
+        st = FTW_ST_UNSUPPORTED;    /* the sender stalled lately: cma */
+    else
+        st = seg_pull(s, src, addr, local, len);
     if (st == FTW_ST_PEER_FAILED) {
+        /* Dropped while still held: no other thread is using it. */
         pthread_mutex_lock(&shm_lock);
         seg_drop_in(src->world);
         pthread_mutex_unlock(&shm_lock);
+        return st;
     }
+    atomic_flag_clear_explicit(&s->busy, memory_order_release);
     return st;
 }
 

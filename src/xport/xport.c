@@ -2,6 +2,7 @@
 #include "xport/xport.h"
 
 #include <mpi.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -76,6 +77,9 @@ static signed char *chosen;     /* [world size] ftw_xport_id_t, -1 unknown */
 static signed char *shm_ok;     /* [world size] shm reaches it: 1, 0, -1 */
 static int npeers, self_pid, self_world, verbs_up;
 static uint64_t self_host;
+/* A peer's first message probes its transports once, whichever threads
+ * send to it at the same time; the choice is read without the lock. */
+static pthread_mutex_t choose_lock = PTHREAD_MUTEX_INITIALIZER;
 
 const ftw_xport_ops_t *ftw_xport_ops(int id)
 {
@@ -207,16 +211,27 @@ static ftw_xport_id_t xport_choose(int peer)
 
 ftw_xport_id_t ftw_xport_for(int peer)
 {
+    signed char c;
+
     if (peers == NULL || peer < 0 || peer >= npeers)
         return FTW_XPORT_ID_NATIVE;
-    if (chosen[peer] < 0)
-        chosen[peer] = (signed char)xport_choose(peer);
-    return (ftw_xport_id_t)chosen[peer];
+    c = __atomic_load_n(&chosen[peer], __ATOMIC_ACQUIRE);
+    if (c < 0) {
+        pthread_mutex_lock(&choose_lock);
+        c = chosen[peer];
+        if (c < 0) {
+            c = (signed char)xport_choose(peer);
+            __atomic_store_n(&chosen[peer], c, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&choose_lock);
+    }
+    return (ftw_xport_id_t)c;
 }
 
 ftw_xport_id_t ftw_xport_for_size(int peer, uint64_t size)
 {
     ftw_xport_id_t id = ftw_xport_for(peer);
+    signed char ok;
 
     /* auto: shm needs the sender's copies, which stop while it sleeps
      * between polls (FTW_IDLE, a host with more ranks than CPUs): cma
@@ -225,7 +240,15 @@ ftw_xport_id_t ftw_xport_for_size(int peer, uint64_t size)
         (ftw_cfg.xport == FTW_XPORT_AUTO &&
          (size < SHM_AUTO_MIN || ftw_idle_sleep)))
         return id;
-    if (shm_ok[peer] < 0)
-        shm_ok[peer] = ftw_xport_shm_ops.reach(peer, &peers[peer]) == FTW_OK;
-    return shm_ok[peer] ? FTW_XPORT_ID_SHM : id;
+    ok = __atomic_load_n(&shm_ok[peer], __ATOMIC_ACQUIRE);
+    if (ok < 0) {
+        pthread_mutex_lock(&choose_lock);
+        ok = shm_ok[peer];
+        if (ok < 0) {
+            ok = ftw_xport_shm_ops.reach(peer, &peers[peer]) == FTW_OK;
+            __atomic_store_n(&shm_ok[peer], ok, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&choose_lock);
+    }
+    return ok ? FTW_XPORT_ID_SHM : id;
 }
