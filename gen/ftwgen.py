@@ -704,13 +704,18 @@ RNDV_SENDS = {"Send", "Ssend", "Rsend", "Isend", "Issend", "Irsend"}
 
 
 def rndv_send(f, n, kind, request):
-    """Large sends go to the rendezvous core while it is on."""
+    """Large sends go to the rendezvous core while it is on (a large-count
+    send too, while its count fits an int)."""
     base, sfx = base_and_suffix(f)
-    if base not in RNDV_SENDS or sfx:
+    if base not in RNDV_SENDS:
         return ""
-    return ("    if (ftw_unlikely(ftw_rndv_min != 0) && ftw_send_rndv(%s, %s))\n"
+    fits = " && %s <= INT_MAX" % n[1] if sfx else ""
+    count = "(int)%s" % n[1] if sfx else n[1]
+    return ("    if (ftw_unlikely(ftw_rndv_min != 0)%s &&\n"
+            "        ftw_send_rndv(%s, %s))\n"
             "        return ftw_rndv_send_op(%s, %s, \"%s\", %s);\n"
-            % (n[1], n[2], ", ".join(n[:6]), kind, f.name, request))
+            % (fits, n[1], n[2], ", ".join([n[0], count] + n[2:6]), kind,
+               f.name, request))
 
 
 def body_send(f):
@@ -743,10 +748,23 @@ def body_send(f):
 
 
 def rndv_recv(f, n, persistent, request, status):
-    """Receives go to the rendezvous core while it is on."""
-    return ("    if (ftw_unlikely(ftw_rndv_min != 0))\n"
+    """Receives go to the rendezvous core while it is on: an RTS may come
+    in place of any message.  A large-count receive goes there while its
+    count fits an int; a larger one takes the watched path, which
+    finishes an RTS at its completion (rndv_fast_off)."""
+    sfx = base_and_suffix(f)[1]
+    fits = " && %s <= INT_MAX" % n[1] if sfx else ""
+    count = "(int)%s" % n[1] if sfx else n[1]
+    return ("    if (ftw_unlikely(ftw_rndv_min != 0)%s)\n"
             "        return ftw_rndv_recv_op(%s, \"%s\", %d, %s, %s);\n"
-            % (", ".join(n[:6]), f.name, persistent, request, status))
+            % (fits, ", ".join([n[0], count] + n[2:6]), f.name, persistent,
+               request, status))
+
+
+def rndv_fast_off(f):
+    """The quiet fast path of a large-count receive is the MPI's own
+    wait, which cannot finish an RTS: not while the rendezvous is on."""
+    return " && ftw_rndv_min == 0" if base_and_suffix(f)[1] else ""
 
 
 def set_buf(buf, count, dt):
@@ -813,13 +831,14 @@ def body_recv(f):
                 % (f.call(f.pname), n[4]))
     if BLOCKS_ in f.attrs:
         n = shape(f, P2P + [ST])
-        rndv = rndv_recv(f, n, 0, "NULL", n[6]) if not sfx else ""
-        fast = ("    if (ftw_quiet()) {\n"
+        rndv = rndv_recv(f, n, 0, "NULL", n[6])
+        fast = ("    if (ftw_quiet()%s) {\n"
                 "        MPI_Request req;\n"
                 "        int rc = %s(%s, &req);\n\n"
                 "        return rc != MPI_SUCCESS ? rc : ftw_recv_fast(&req, "
                 "%s, %s, %s, %s, \"%s\", %s, %s, %s);\n    }\n"
-                % (nonblocking_of(base, sfx), ", ".join(n[:6]), n[6], n[5],
+                % (rndv_fast_off(f), nonblocking_of(base, sfx),
+                   ", ".join(n[:6]), n[6], n[5],
                    n[3], n[4], f.name, n[0], n[1], n[2]))
         return ("    ftw_op_t op;\n\n" + rndv + fast +
                 op_begin(f, n[5], n[3], "FTW_OP_RECV") +
@@ -830,7 +849,7 @@ def body_recv(f):
                    xlate(n[:6], n[5], n[3], rbuf=n[:3]), n[6]))
     n = shape(f, P2P + [REQ])
     rndv = rndv_recv(f, n, 1 if PERSISTENT_ in f.attrs else 0, n[6],
-                     "MPI_STATUS_IGNORE") if not sfx else ""
+                     "MPI_STATUS_IGNORE")
     head = "    ftw_op_t op;\n\n"
     return head + rndv + body_post(f, n, n[5], n[3], "FTW_OP_RECV", n[6],
                                    rbuf=(n[0], n[1], n[2]))[len(head):]

@@ -6,6 +6,7 @@
 #ifndef FTW_WRAP_H
 #define FTW_WRAP_H
 
+#include <limits.h>
 #include <mpi.h>
 #include <stddef.h>
 

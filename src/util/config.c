@@ -74,7 +74,7 @@ static const ftw_cfg_row_t cfg_table[] = {
       "Point-to-point messages of at least this many bytes to a process on "
       "this host (or, over verbs, on another) go through ftwrap's own "
       "rendezvous (the receiver pulls the data); 0 turns it off.  Values "
-      "below 1k are raised to 1k.  Off under MPI_THREAD_MULTIPLE.",
+      "below 1k are raised to 1k; every process takes rank 0's value.",
       FTW_CFG_SIZE, FTW_CFG_FIELD(rndv_threshold), NULL },
     { "FTW_XPORT", "auto",
       "Rendezvous transport: auto (on this host, per message size the "
