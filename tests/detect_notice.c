@@ -106,60 +106,16 @@ static double learn(int v, double died)
     return t;
 }
 
-static uint64_t seed_of(long iter, int src, int size)
-{
-    return ((uint64_t)iter << 32) ^ ((uint64_t)src << 24) ^ (uint64_t)size;
-}
-
-/* The survivors pass checksummed messages around their ring; surv[0]
- * decides when to stop. */
+/* The survivors pass checksummed messages around their ring (tap_ring);
+ * surv[0] decides when to stop. */
 static void ring(const int *surv, int nsurv, int me)
 {
-    static const int sizes[] = {64, 1 << 20};
-    int right = surv[(me + 1) % nsurv], left = surv[(me + nsurv - 1) % nsurv];
-    char *sbuf = malloc(1 << 20), *rbuf = malloc(1 << 20);
-    double t0 = MPI_Wtime();
-    int ok = sbuf && rbuf;
-    long iter;
+    long n;
 
     step = "survivors' ring";
-    for (iter = 0; ok; iter++) {
-        int go = 0, sz = sizes[iter % 2], n = -1, rc;
-        MPI_Status st;
-
-        if (me == 0) {
-            go = MPI_Wtime() - t0 < RING_SECONDS;
-            for (int k = 1; k < nsurv; k++)
-                if (MPI_Send(&go, 1, MPI_INT, surv[k], TAG_CTRL,
-                             MPI_COMM_WORLD))
-                    ok = 0;
-        } else if (MPI_Recv(&go, 1, MPI_INT, surv[0], TAG_CTRL,
-                            MPI_COMM_WORLD, MPI_STATUS_IGNORE)) {
-            ok = 0;
-        }
-        if (!ok || !go)
-            break;
-        tap_fill(sbuf, sz, seed_of(iter, rank, sz));
-        memset(rbuf, 0, sz);
-        rc = MPI_Sendrecv(sbuf, sz, MPI_BYTE, right, TAG_RING, rbuf, sz,
-                          MPI_BYTE, left, TAG_RING, MPI_COMM_WORLD, &st);
-        if (rc != MPI_SUCCESS) {
-            tap_diag("ring round %ld: MPI_Sendrecv: %s", iter,
-                     class_name(class_of(rc)));
-            ok = 0;
-            break;
-        }
-        MPI_Get_count(&st, MPI_BYTE, &n);
-        if (n != sz || !tap_check(rbuf, sz, seed_of(iter, left, sz))) {
-            tap_diag("ring round %ld: bad message from rank %d (%d bytes)",
-                     iter, left, n);
-            ok = 0;
-        }
-    }
-    free(sbuf);
-    free(rbuf);
-    chk(ok && iter > 0, "survivors' ring: %ld rounds of 64 B / 1 MiB intact",
-        iter);
+    n = tap_ring(MPI_COMM_WORLD, surv, nsurv, me, RING_SECONDS, TAG_CTRL,
+                 TAG_RING);
+    chk(n > 0, "survivors' ring: %ld rounds of 64 B / 1 MiB intact", n);
 }
 
 /* Everyone at surv[0], then on together. */

@@ -15,13 +15,10 @@
  *  - MPI_Ssend_c into MPI_Recv_init_c + MPI_Start, twice;
  *  - MPI_Send into MPI_Mprobe + MPI_Mrecv_c;
  *  - under ftwrap, the large messages of the first check were pulled by
- *    ftwrap's rendezvous (FTW_Stat_get, found with dlsym; skipped
- *    natively).
+ *    ftwrap's rendezvous (FTW_Stat_get; skipped natively).
  */
-#define _GNU_SOURCE
 #include "tap.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 
 #if MPI_VERSION >= 4
@@ -51,19 +48,6 @@ static int got(const MPI_Status *st, size_t len, uint64_t seed,
              (long long)count,
              tap_check(rbuf, len, seed) ? "" : ", payload differs");
     return 0;
-}
-
-static long long pulls(void)
-{
-    int (*stat)(const char *, unsigned long long *);
-    unsigned long long cma = 0, shm = 0;
-
-    *(void **)&stat = dlsym(RTLD_DEFAULT, "FTW_Stat_get");
-    if (stat == NULL)
-        return -1;
-    stat("rndv_cma", &cma);
-    stat("rndv_shm", &shm);
-    return (long long)(cma + shm);
 }
 
 /* Rank 0 sends with one form, rank 1 receives with the other. */
@@ -184,10 +168,10 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     tap_plan(6);
-    before = pulls();
+    before = tap_rndv_pulls();
     tap_ok(blocking(1, 0), "MPI_Send into MPI_Recv_c, 1000 B .. 9 MiB: "
            "intact, real sizes");
-    after = pulls();
+    after = tap_rndv_pulls();
     if (before < 0) {
         tap_ok(1, "large-count receives through ftwrap's rendezvous "
                "# SKIP native run");

@@ -5,8 +5,7 @@
  * their real sizes and envelopes; natively the same assertions hold
  * (transparency).  Under ftwrap the send half of such a call is ftwrap's
  * rendezvous send: each receiver pulled the messages of the first ring
- * at or above the threshold (FTW_Stat_get, found with dlsym under the
- * preloaded library; skipped natively).
+ * at or above the threshold (FTW_Stat_get; skipped natively).
  *
  * Asserts, every payload checked byte for byte against its pattern:
  *  - a ring of three ranks exchanging with MPI_Sendrecv, sizes from just
@@ -21,10 +20,8 @@
  *    one call, both directions of a pair at once (each rank's send waits
  *    for the other's receive: the two must progress together).
  */
-#define _GNU_SOURCE
 #include "tap.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,20 +176,6 @@ static int lopsided(void)
                            "MPI_Sendrecv (lopsided)");
 }
 
-/* Rendezvous messages this process pulled so far; -1 natively. */
-static long long pulls(void)
-{
-    int (*stat)(const char *, unsigned long long *);
-    unsigned long long cma = 0, shm = 0;
-
-    *(void **)&stat = dlsym(RTLD_DEFAULT, "FTW_Stat_get");
-    if (stat == NULL)
-        return -1;
-    stat("rndv_cma", &cma);
-    stat("rndv_shm", &shm);
-    return (long long)(cma + shm);
-}
-
 int main(int argc, char **argv)
 {
     long long before, after;
@@ -212,10 +195,10 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     tap_plan(6);
-    before = pulls();
+    before = tap_rndv_pulls();
     tap_ok(ring(1, 0), "MPI_Sendrecv ring, 64 KiB - 1 .. 8 MiB + 5: "
            "intact, real sizes and envelopes, nothing written past");
-    after = pulls();
+    after = tap_rndv_pulls();
     if (before >= 0) {
         if (after - before < 6)
             tap_diag("rank %d: %lld rendezvous pulls in the ring", rank,

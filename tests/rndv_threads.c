@@ -27,7 +27,6 @@
  */
 #include "tap.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,10 +264,9 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-    int (*stat)(const char *, unsigned long long *);
     pthread_t th[NT];
     int provided = MPI_THREAD_SINGLE, big = 1, win = 1, one = 1, probe = 1;
-    unsigned long long cma = 0, shm = 0;
+    long long pulls;
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -299,14 +297,11 @@ int main(int argc, char **argv)
            "statuses, data", NT);
     tap_ok(probe, "%d threads probing (MPI_Probe, MPI_Improbe) and "
            "receiving 64 KiB + 1 to 3 MiB: sizes, data, order", NT);
-    /* Under ftwrap (LD_PRELOAD) its FTW_Stat_get is there. */
-    *(void **)&stat = dlsym(RTLD_DEFAULT, "FTW_Stat_get");
-    if (stat != NULL) {
-        stat("rndv_cma", &cma);
-        stat("rndv_shm", &shm);
-        tap_diag("rank %d: rendezvous pulls: cma %llu, shm %llu", rank, cma,
-                 shm);
-        tap_ok(cma + shm > 0, "ftwrap's rendezvous pulled messages under "
+    pulls = tap_rndv_pulls();
+    if (pulls >= 0) {
+        tap_diag("rank %d: rendezvous pulls: cma %lld, shm %lld", rank,
+                 tap_ftw_stat("rndv_cma"), tap_ftw_stat("rndv_shm"));
+        tap_ok(pulls > 0, "ftwrap's rendezvous pulled messages under "
                "MPI_THREAD_MULTIPLE");
     } else {
         tap_ok(1, "ftwrap's rendezvous pulled messages # SKIP native run");

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <string.h>
 
+#include "ftwrap.h"
+
 static int tap_count_;
 static int tap_failed_;
 static int tap_rank_ = -1;
@@ -159,6 +161,113 @@ static inline int class_of(int code)
     if (MPI_Error_class(code, &cls) != MPI_SUCCESS)
         return -1;
     return cls;
+}
+
+/* A name for an error class, for messages. */
+static inline const char *class_name(int cls)
+{
+    static char buf[4][32];
+    static int next;
+    char *b;
+
+    switch (cls) {
+    case MPI_SUCCESS: return "MPI_SUCCESS";
+    case MPI_ERR_OTHER: return "MPI_ERR_OTHER";
+    case MPI_ERR_ARG: return "MPI_ERR_ARG";
+    case MPI_ERR_COMM: return "MPI_ERR_COMM";
+    case MPI_ERR_RANK: return "MPI_ERR_RANK";
+    case MPI_ERR_PENDING: return "MPI_ERR_PENDING";
+    case MPI_ERR_IN_STATUS: return "MPI_ERR_IN_STATUS";
+    case MPI_ERR_TRUNCATE: return "MPI_ERR_TRUNCATE";
+    case FTW_ERR_PROC_FAIL_STOP: return "FTW_ERR_PROC_FAIL_STOP";
+    case FTW_ERR_ANY_SOURCE_DISABLED: return "FTW_ERR_ANY_SOURCE_DISABLED";
+    case FTW_ERR_DRAINED: return "FTW_ERR_DRAINED";
+    case FTW_ERR_BUFFER_UNUSABLE: return "FTW_ERR_BUFFER_UNUSABLE";
+    case FTW_ERR_INTERRUPTED: return "FTW_ERR_INTERRUPTED";
+#ifdef MPIX_ERR_REVOKED
+    case MPIX_ERR_REVOKED: return "MPIX_ERR_REVOKED";
+#endif
+    }
+    b = buf[next++ % 4];
+    snprintf(b, sizeof buf[0], "class %d", cls);
+    return b;
+}
+
+/* One of ftwrap's counters (FTW_Stat_get), or -1 where ftwrap is not
+ * loaded (a native run: the weak reference stays null). */
+#pragma weak FTW_Stat_get
+static inline long long tap_ftw_stat(const char *key)
+{
+    unsigned long long v = 0;
+
+    if (FTW_Stat_get == NULL || FTW_Stat_get(key, &v) != MPI_SUCCESS)
+        return -1;
+    return (long long)v;
+}
+
+/* Rendezvous messages this process pulled (cma and shm), or -1 natively. */
+static inline long long tap_rndv_pulls(void)
+{
+    long long cma = tap_ftw_stat("rndv_cma"), shm = tap_ftw_stat("rndv_shm");
+
+    return cma < 0 || shm < 0 ? -1 : cma + shm;
+}
+
+/* The survivors surv[0..nsurv) (NULL: ranks 0..nsurv-1 of comm; me is
+ * this process's index) pass checksummed 64 B and 1 MiB messages around
+ * their ring on comm for seconds, surv[0] deciding when to stop (tags
+ * tag_ctrl, tag_ring).  The rounds completed, or -1 after a failed call
+ * or a bad message (said with tap_diag). */
+static inline long tap_ring(MPI_Comm comm, const int *surv, int nsurv,
+                            int me, double seconds, int tag_ctrl,
+                            int tag_ring)
+{
+    static const int sizes[] = {64, 1 << 20};
+#define TAP_SURV_(i) (surv != NULL ? surv[(i)] : (i))
+    int right = TAP_SURV_((me + 1) % nsurv);
+    int left = TAP_SURV_((me + nsurv - 1) % nsurv);
+    char *sbuf = malloc(1 << 20), *rbuf = malloc(1 << 20);
+    double t0 = MPI_Wtime();
+    int ok = sbuf && rbuf;
+    long iter;
+
+    for (iter = 0; ok; iter++) {
+        int go = 0, sz = sizes[iter % 2], n = -1, rc;
+        uint64_t seed = ((uint64_t)iter << 32) ^ (uint64_t)sz;
+        MPI_Status st;
+
+        if (me == 0) {
+            go = MPI_Wtime() - t0 < seconds;
+            for (int k = 1; k < nsurv; k++)
+                if (MPI_Send(&go, 1, MPI_INT, TAP_SURV_(k), tag_ctrl, comm))
+                    ok = 0;
+        } else if (MPI_Recv(&go, 1, MPI_INT, TAP_SURV_(0), tag_ctrl, comm,
+                            MPI_STATUS_IGNORE)) {
+            ok = 0;
+        }
+        if (!ok || !go)
+            break;
+        tap_fill(sbuf, sz, seed ^ ((uint64_t)TAP_SURV_(me) << 24));
+        memset(rbuf, 0, sz);
+        rc = MPI_Sendrecv(sbuf, sz, MPI_BYTE, right, tag_ring, rbuf, sz,
+                          MPI_BYTE, left, tag_ring, comm, &st);
+        if (rc != MPI_SUCCESS) {
+            tap_diag("ring round %ld: MPI_Sendrecv: %s", iter,
+                     class_name(class_of(rc)));
+            ok = 0;
+            break;
+        }
+        MPI_Get_count(&st, MPI_BYTE, &n);
+        if (n != sz || !tap_check(rbuf, sz, seed ^ ((uint64_t)left << 24))) {
+            tap_diag("ring round %ld: bad message from rank %d (%d bytes)",
+                     iter, left, n);
+            ok = 0;
+        }
+    }
+#undef TAP_SURV_
+    free(sbuf);
+    free(rbuf);
+    return ok ? iter : -1;
 }
 
 /* ---- verdicts kept for later ---------------------------------------------

@@ -51,29 +51,6 @@
 
 static int rank;
 
-static const char *class_name(int cls)
-{
-    static char buf[4][32];
-    static int next;
-    char *b;
-
-    switch (cls) {
-    case MPI_SUCCESS: return "MPI_SUCCESS";
-    case MPI_ERR_OTHER: return "MPI_ERR_OTHER";
-    case MPI_ERR_ARG: return "MPI_ERR_ARG";
-    case MPI_ERR_COMM: return "MPI_ERR_COMM";
-    case MPI_ERR_PENDING: return "MPI_ERR_PENDING";
-    case FTW_ERR_PROC_FAIL_STOP: return "FTW_ERR_PROC_FAIL_STOP";
-    case FTW_ERR_ANY_SOURCE_DISABLED: return "FTW_ERR_ANY_SOURCE_DISABLED";
-    case FTW_ERR_DRAINED: return "FTW_ERR_DRAINED";
-    case FTW_ERR_BUFFER_UNUSABLE: return "FTW_ERR_BUFFER_UNUSABLE";
-    case FTW_ERR_INTERRUPTED: return "FTW_ERR_INTERRUPTED";
-    }
-    b = buf[next++ % 4];
-    snprintf(b, sizeof buf[0], "class %d", cls);
-    return b;
-}
-
 /* rc must be of class want (MPI_SUCCESS included). */
 static inline int chk_class(int rc, int want, const char *what)
 {
