@@ -957,19 +957,19 @@ static int rts_finish(const ftw_reqinfo_t *info, MPI_Status *st,
 
     if (heads_rescue(info) > 0 && ftw_threaded &&
         ftw_type_size(info->dt, &size) == MPI_SUCCESS &&
-        ftw_rndv_contig(info->count, info->dt, &lb) &&
+        contig(info->count, info->dt, &lb) &&
         (tmp = malloc(info->count * size > 0 ? (size_t)(info->count * size)
                                              : 1)) != NULL) {
         /* Pulled aside, then copied around the heads still waiting. */
-        rc = ftw_status_to_mpi(ftw_rndv_recv(rts, tmp, info->count * size, MPI_BYTE,
-                                   &got));
+        rc = ftw_status_to_mpi(ftw_rndv_recv(rts, tmp, info->count * size,
+                                             MPI_BYTE, &got));
         if (rc == MPI_SUCCESS || rc == MPI_ERR_TRUNCATE)
             copy_around_heads(rs != NULL ? rs->span_id : 0,
                               (char *)info->buf + lb, tmp, (size_t)got);
         free(tmp);
     } else {
-        rc = ftw_status_to_mpi(ftw_rndv_recv(rts, info->buf, info->count, info->dt,
-                                   &got));
+        rc = ftw_status_to_mpi(ftw_rndv_recv(rts, info->buf, info->count,
+                                             info->dt, &got));
     }
 
     PMPI_Status_set_elements_x(st, MPI_BYTE, got);
@@ -1001,15 +1001,14 @@ static int scratch_copy(const ftw_reqinfo_t *info, MPI_Status *st,
     /* Scratch holds the first FTW_RTS_SIZE bytes at most: all of them for
      * a receive posted there, the head of a split one (contiguous, its
      * rest already in place). */
-    if (ftw_rndv_contig(info->count, info->dt, &lb) && pending > 0 &&
-        ftw_threaded)
+    if (!contig(info->count, info->dt, &lb))
+        ftw_unpack_bytes(rs->scratch, n, info->buf, info->dt);
+    else if (pending > 0 && ftw_threaded)
         copy_around_heads(rs->span_id, (char *)info->buf + lb, rs->scratch,
                           (size_t)(n < FTW_RTS_SIZE ? n : FTW_RTS_SIZE));
-    else if (ftw_rndv_contig(info->count, info->dt, &lb))
+    else
         memcpy((char *)info->buf + lb, rs->scratch,
                (size_t)(n < FTW_RTS_SIZE ? n : FTW_RTS_SIZE));
-    else
-        ftw_unpack_bytes(rs->scratch, n, info->buf, info->dt);
     return rc;
 }
 
