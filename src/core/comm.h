@@ -190,18 +190,6 @@ static inline int ftw_p2p_rank(const ftw_p2p_view_t *v, int size, int r)
  * then route every call; 0 keeps the fast path). */
 extern _Atomic int ftw_p2p_moved;  /* a gate */
 
-/*
- * The drain sink: the native communicators a drain left behind keep
- * being emptied (drain.c): every message that arrives on them is
- * received into scratch memory and dropped, so a sender's request from
- * before the drain ends instead of waiting for a receive that will never
- * come.  Progress calls it while any exists.
- */
-extern _Atomic int ftw_drain_sinks;
-void ftw_drain_sink_progress(void);
-/* The record c is freed: stop emptying its communicators. */
-void ftw_drain_sink_forget(const ftw_comm_t *c);
-
 /* Drains so far in this process. */
 extern _Atomic uint32_t ftw_drain_seq;
 

@@ -70,8 +70,4 @@ int ftw_obj_failhandler_set(const MPI_Win *win, const MPI_File *file,
                             MPI_Comm members, MPI_Errhandler errhandler);
 MPI_Errhandler ftw_obj_failhandler_get(MPI_Comm members);
 
-/* Nonblocking validates in progress (validate.c). */
-extern _Atomic int ftw_validates_pending;
-void ftw_validate_progress(void);
-
 #endif

@@ -6,6 +6,7 @@
 
 #include "ftwrap.h"
 #include "recover/agree.h"
+#include "recover/recover.h"
 #include "core/comm.h"
 #include "core/ctl.h"
 #include "core/events.h"

@@ -24,6 +24,7 @@
 
 #include "ftwrap.h"
 #include "recover/agree.h"
+#include "recover/recover.h"
 #include "core/comm.h"
 #include "core/ft.h"
 #include "core/lock.h"

@@ -7,6 +7,7 @@
 
 #include "ftwrap.h"
 #include "recover/agree.h"
+#include "recover/recover.h"
 #include "core/comm.h"
 #include "core/ft.h"
 #include "op/op.h"
