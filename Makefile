@@ -94,6 +94,7 @@ build/$(1)/tests/rndv_fail_receiver_shm: tests/rndv_fail_receiver.c
 build/$(1)/tests/inter_validate_even: tests/inter_validate.c
 build/$(1)/tests/inter_shrink_even: tests/inter_shrink.c
 build/$(1)/tests/agree_nomem_agree build/$(1)/tests/agree_nomem_shrink: tests/agree_nomem.c
+build/$(1)/tests/wait_mixed_file_first: tests/wait_mixed.c
 build/$(1)/tests/settle_kill_drain build/$(1)/tests/settle_kill_shrink: tests/settle_kill.c
 build/$(1)/tests/detect_adjacent build/$(1)/tests/detect_relay: tests/detect_notice.c
 

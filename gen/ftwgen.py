@@ -263,7 +263,9 @@ def classify(funcs, pnames, exported):
 
 def body_passthrough(f):
     """A checked passthrough: the failure check, then the MPI's own call."""
-    return ("    ftw_wrap_check();\n"
+    mark = ("    ftw_req_mark_testall_unsafe();\n"
+            if rules.TESTALL_UNSAFE in f.attrs else "")
+    return ("    ftw_wrap_check();\n" + mark +
             "    return %s;\n" % f.call(f.pname))
 
 

@@ -41,6 +41,10 @@ WATCHED_SPLIT = "watched_split"  # MPI_Comm_split, which the wrapper runs as
                              # MPI_Comm_create_group per color)
 SPLIT_END = "split_end"      # the _end of a split collective (its _begin
                              # did the collective's checks)
+TESTALL_UNSAFE = "testall_unsafe"  # a passthrough that first marks
+                             # the process as holding requests MPICH's
+                             # MPI_Testall cannot complete reliably
+                             # (ftw_req_mark_testall_unsafe)
 CORE = "core"                # the wrapper calls ftw_<name>() in src/ with
                              # the same arguments (same signature on every
                              # MPI, no large-count twin); <name> is the
@@ -92,8 +96,9 @@ RULES = [
     (r"MPI_Request_get_status", "request", {CORE}),
     (r"MPI_Cancel", "request", {CORE}),
     (r"MPI_Test_cancelled", "request", set()),
-    (r"MPIX?_(Grequest_start|Grequest_complete|Grequest_class_create|"
-     r"Grequest_class_allocate)", "request", set()),
+    (r"MPIX?_(Grequest_start|Grequest_class_allocate)", "request",
+     {TESTALL_UNSAFE}),
+    (r"MPIX?_(Grequest_complete|Grequest_class_create)", "request", set()),
 
     # Collectives: blocking, nonblocking, persistent (MPI-4 and Open MPI's
     # MPIX_ extension of the same).

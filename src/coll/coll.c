@@ -345,6 +345,8 @@ int ftw_coll_posted(ftw_coll_t *co, int rc, MPI_Request *request)
         return ftw_is_own_error(rc) ? ftw_raise(co->comm, rc, co->name, -1)
                                     : rc;
     }
+    if (strstr(co->name, "_init") != NULL)
+        ftw_req_mark_testall_unsafe();     /* a persistent collective */
     ftw_req_add(*request, &info);
     return rc;
 }

@@ -20,6 +20,7 @@
 
 _Atomic int ftw_req_count;
 _Atomic int ftw_req_early_count;
+_Atomic int ftw_req_testall_unsafe;
 int ftw_threaded;       /* MPI_THREAD_MULTIPLE: the table needs its lock */
 
 static const ftw_req_ops_t *req_ops;
@@ -64,7 +65,7 @@ static pthread_mutex_t req_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
  * its removal find them; no other thread can see them, the handle being
  * dead.
  */
-static __thread ftw_req_t *req_retired;
+static FTW_TLS ftw_req_t *req_retired;
 
 /* The home slot of req: the top bits of a multiplicative hash. */
 static inline size_t req_hash(MPI_Request req)
@@ -350,48 +351,58 @@ void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info)
     req_entry_insert(e);
 }
 
+/* Record a request posted on the fast path: its entry from the free
+ * list, filled from info, into the table when the table has room and
+ * does not hold the handle already (the common case: a few stores);
+ * otherwise through req_entry_insert. */
+static inline void req_record_quiet(MPI_Request req, const ftw_reqinfo_t *info)
+{
+    ftw_req_t *e;
+    size_t i;
+
+    if ((e = req_entry_get(req)) == NULL)
+        return;
+    e->info = *info;
+    if (ftw_unlikely(req_slots == NULL ||
+                     (size_t)(ftw_req_count + 1) * 2 > req_mask + 1)) {
+        req_entry_insert(e);
+        return;
+    }
+    for (i = req_hash(req) & req_mask; req_slots[i].e != NULL;
+         i = (i + 1) & req_mask)
+        if (ftw_unlikely(req_slots[i].key == req)) {
+            req_entry_insert(e);
+            return;
+        }
+    req_slots[i].key = req;
+    req_slots[i].e = e;
+    ftw_gate_add(ftw_req_count, 1);
+    req_table_unlock();
+}
+
 void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
                        int persistent, void *buf, MPI_Count count,
                        MPI_Datatype dt)
 {
-    ftw_req_t *e;
-
-    if (req == MPI_REQUEST_NULL || req_done(req) ||
-        (e = req_entry_get(req)) == NULL)
+    if (req == MPI_REQUEST_NULL || req_done(req))
         return;
-    memset(&e->info, 0, sizeof(e->info));
-    e->info.comm = comm;
-    e->info.peer = peer;
-    e->info.peer2 = FTW_NO_PEER;
-    e->info.kind = (uint8_t)kind;
-    e->info.persistent = (uint8_t)persistent;
-    e->info.buf = buf;
-    e->info.count = count;
-    e->info.dt = dt;
-    req_entry_insert(e);
+    req_record_quiet(req, &(ftw_reqinfo_t){
+        .comm = comm, .peer = peer, .peer2 = FTW_NO_PEER,
+        .kind = (uint8_t)kind, .persistent = (uint8_t)persistent,
+        .buf = buf, .count = count, .dt = dt });
 }
 
 void ftw_req_add_rndv_quiet(MPI_Request req, MPI_Comm comm, int peer,
                             void *buf, MPI_Count count, MPI_Datatype dt,
                             int rndv, void *owned)
 {
-    ftw_req_t *e;
-
     /* Unrecorded, owned stays: the MPI may write it. */
-    if (req == MPI_REQUEST_NULL || (e = req_entry_get(req)) == NULL)
+    if (req == MPI_REQUEST_NULL)
         return;
-    memset(&e->info, 0, sizeof(e->info));
-    e->info.comm = comm;
-    e->info.peer = peer;
-    e->info.peer2 = FTW_NO_PEER;
-    e->info.kind = FTW_OP_RECV;
-    e->info.rndv = (uint8_t)rndv;
-    e->info.owned = owned;
-    e->info.pooled = owned != NULL;
-    e->info.buf = buf;
-    e->info.count = count;
-    e->info.dt = dt;
-    req_entry_insert(e);
+    req_record_quiet(req, &(ftw_reqinfo_t){
+        .comm = comm, .peer = peer, .peer2 = FTW_NO_PEER,
+        .kind = FTW_OP_RECV, .rndv = (uint8_t)rndv, .owned = owned,
+        .pooled = owned != NULL, .buf = buf, .count = count, .dt = dt });
 }
 
 /* Insert e (the table locked) and unlock.  One probe: the run from the

@@ -77,6 +77,21 @@ typedef struct ftw_req {
 
 extern _Atomic int ftw_req_count;   /* entries; 0 skips lookups (a gate) */
 
+/* Set for good once the process made a request MPICH 4.0's MPI_Testall
+ * was seen to mishandle when called again and again (a persistent
+ * collective started out of the array's order: an error, or no
+ * completion ever; a generalized request, ROMIO's among them: an
+ * assertion on its reference count).  Until then a failure-free
+ * MPI_Waitall first tries to finish its whole set with one MPI_Testall
+ * (a single call over such requests was not seen to fail; the gate keeps
+ * the first try to sets that cannot hold them). */
+extern _Atomic int ftw_req_testall_unsafe;
+
+static inline void ftw_req_mark_testall_unsafe(void)
+{
+    atomic_store_explicit(&ftw_req_testall_unsafe, 1, memory_order_relaxed);
+}
+
 /* Entries with info.early set; 0: progress has no receive to finish. */
 extern _Atomic int ftw_req_early_count;
 

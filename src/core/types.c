@@ -17,14 +17,10 @@ FTW_TLS MPI_Datatype ftw_size_dt;
 FTW_TLS MPI_Count ftw_size_val;
 FTW_TLS unsigned ftw_size_gen;
 
-int ftw_type_size(MPI_Datatype dt, MPI_Count *size_p)
+int ftw_type_size_slow(MPI_Datatype dt, MPI_Count *size_p)
 {
     unsigned gen = atomic_load_explicit(&ftw_type_gen, memory_order_relaxed);
 
-    if (ftw_likely(ftw_size_dt == dt && ftw_size_gen == gen)) {
-        *size_p = ftw_size_val;
-        return MPI_SUCCESS;
-    }
     if (PMPI_Type_size_x(dt, size_p) != MPI_SUCCESS)
         return MPI_ERR_TYPE;
     ftw_size_dt = dt;

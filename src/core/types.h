@@ -17,8 +17,19 @@ extern FTW_TLS unsigned ftw_size_gen;
 extern _Atomic unsigned ftw_type_gen;
 int ftw_send_eager_slow(MPI_Count count, MPI_Datatype dt);
 
-/* The size of dt, through the per-thread cache of the last one asked. */
-int ftw_type_size(MPI_Datatype dt, MPI_Count *size_p);
+/* The size of dt, through the per-thread cache of the last one asked
+ * (inline: every receive asks it; the MPI only when the type changed). */
+int ftw_type_size_slow(MPI_Datatype dt, MPI_Count *size_p);
+
+static inline int ftw_type_size(MPI_Datatype dt, MPI_Count *size_p)
+{
+    if (ftw_likely(ftw_size_dt == dt && ftw_size_gen ==
+                   atomic_load_explicit(&ftw_type_gen, memory_order_relaxed))) {
+        *size_p = ftw_size_val;
+        return MPI_SUCCESS;
+    }
+    return ftw_type_size_slow(dt, size_p);
+}
 
 /* The bytes count elements of dt touch, as offsets from the buffer:
  * [*lo_p, *hi_p), over true extents (an extent may be negative, or

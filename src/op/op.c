@@ -296,6 +296,7 @@ static int late_failed_request(MPI_Request *request)
     int rc = *request != MPI_REQUEST_NULL ?
              PMPI_Wait(request, MPI_STATUS_IGNORE) : MPI_SUCCESS;
 
+    ftw_req_mark_testall_unsafe();
     if (rc == MPI_SUCCESS)
         rc = PMPI_Grequest_start(late_query, late_free, late_cancel, NULL,
                                  request);

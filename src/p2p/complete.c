@@ -55,9 +55,9 @@ static int drains_known(void)
  * next call (a window of 64 requests completed again and again costs no
  * allocation); a call nested inside one using it (a failure handler's)
  * gets a block of its own. */
-static __thread void *set_cache;
-static __thread int set_cache_n;
-static __thread int set_cache_busy;
+static FTW_TLS void *set_cache;
+static FTW_TLS int set_cache_n;
+static FTW_TLS int set_cache_busy;
 static pthread_key_t set_cache_key;     /* frees a thread's block at exit */
 static pthread_once_t set_cache_once = PTHREAD_ONCE_INIT;
 
@@ -457,6 +457,46 @@ static int seq_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
 }
 
 
+/* The failure-free wait's first pass: one MPI_Testall over the whole
+ * set, which finishes it when every request has completed already (a
+ * window of small messages usually has by the time the program waits),
+ * at the cost of one call instead of one per request.  It leaves s->err
+ * as seq_round does; *done once every request finished.  An MPI_Testall
+ * that finds one unfinished changes nothing, and seq_round goes on. */
+static int all_at_once(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
+                       int *done)
+{
+    MPI_Status *st = sts != MPI_STATUSES_IGNORE ? sts : s->st;
+    int rc = ftw_req_testall(s->n, s->saved, reqs, done, st);
+
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
+        *done = 0;      /* seq_round meets the bad request again */
+        return MPI_SUCCESS;
+    }
+    if (rc == MPI_SUCCESS && !*done)
+        return MPI_SUCCESS;
+    s->next = s->n;
+    if (rc == MPI_SUCCESS) {
+        for (int i = 0; i < s->n; i++)
+            s->err[i] = MPI_SUCCESS;
+        reqset_rndv(s, s->n, NULL, sts, reqs);
+        return MPI_SUCCESS;
+    }
+    for (int i = 0; i < s->n; i++) {
+        int err = st[i].MPI_ERROR;
+
+        if (err == MPI_ERR_PENDING) {
+            *done = 0;
+            s->next = 0;
+            continue;
+        }
+        s->err[i] = err;
+        if (err == MPI_SUCCESS && sts != MPI_STATUSES_IGNORE)
+            reqset_rndv(s, 1, &i, &sts[i], reqs);
+    }
+    return MPI_SUCCESS;
+}
+
 int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
     reqset_t s;
@@ -470,6 +510,15 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
         return rc;
     sts = reqset_statuses(&s, sts);
     ftw_poll_init(&p);
+    if (!failures_known() && !drains_known() &&
+        !atomic_load_explicit(&ftw_req_testall_unsafe, memory_order_relaxed)) {
+        all_at_once(&s, reqs, sts, &flag);
+        if (flag) {
+            rc = all_result(&s, sts, "MPI_Waitall");
+            reqset_sources(&s, n, NULL, sts);
+            goto out;
+        }
+    }
     while (!failures_known() && !drains_known()) {
         rc = seq_round(&s, reqs, sts, &flag);
         if (rc != MPI_SUCCESS || flag) {

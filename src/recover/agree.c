@@ -108,7 +108,7 @@ static struct started *started_table;
 #define RESERVE_MIN (64 * 1024)
 
 static void *_Atomic reserve;
-static _Thread_local int nomem_mark;
+static FTW_TLS int nomem_mark;
 
 /* The byte of the value that says a member ran short of memory. */
 #define NOMEM_AT(a) ((size_t)(a)->n + 4)

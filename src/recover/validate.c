@@ -412,6 +412,7 @@ int ftw_pending_start(ftw_comm_t *c, ftw_pending_finish_fn_t finish,
     v->c = c;
     v->failed = failed;
     v->out = out;
+    ftw_req_mark_testall_unsafe();
     PMPI_Grequest_start(greq_query, greq_free, greq_cancel, v, &v->greq);
     *request = v->greq;
     for (tail = &pending_list; *tail != NULL; tail = &(*tail)->next)

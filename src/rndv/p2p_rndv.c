@@ -113,7 +113,7 @@ static FTW_TLS unsigned contig_gen;
 static FTW_TLS int contig_one, contig_many;     /* count 1; any count */
 static FTW_TLS MPI_Aint contig_lb;
 
-static int contig(MPI_Count count, MPI_Datatype dt, MPI_Aint *lb_p)
+static inline int contig(MPI_Count count, MPI_Datatype dt, MPI_Aint *lb_p)
 {
     unsigned gen = atomic_load_explicit(&ftw_type_gen, memory_order_relaxed);
 
@@ -1070,11 +1070,37 @@ static int early_outcome(const rstate_t *rs, MPI_Status *st)
     return rs->code;
 }
 
+/* The common completion of a window of small messages, on one thread: a
+ * receive posted into its scratch header got an ordinary message (an RTS
+ * is exactly FTW_RTS_SIZE bytes) that fits the contiguous buffer, and no
+ * listed receive's head lies anywhere (no span): copy it over, and the
+ * state is free again.  0 when the general path must look. */
+static inline int scratch_fast(const ftw_reqinfo_t *info, rstate_t *rs,
+                               const MPI_Status *st)
+{
+    MPI_Count n, size;
+    MPI_Aint lb;
+
+    if (ftw_unlikely(ftw_threaded) || info->rndv != FTW_RNDV_RSCRATCH ||
+        rs->split || rs->replay || rs->span_id != 0 ||
+        __atomic_load_n(&nspans, __ATOMIC_RELAXED) != 0 ||
+        atomic_load_explicit(&rs->state, memory_order_relaxed) != RS_POSTED ||
+        status_cancelled(st) || (n = status_bytes(st)) >= FTW_RTS_SIZE ||
+        ftw_type_size(info->dt, &size) != MPI_SUCCESS ||
+        n > info->count * size || !contig(info->count, info->dt, &lb))
+        return 0;
+    memcpy((char *)info->buf + lb, rs->scratch, (size_t)n);
+    atomic_store_explicit(&rs->state, RS_IDLE, memory_order_relaxed);
+    return 1;
+}
+
 int ftw_rndv_finish(const ftw_reqinfo_t *info, MPI_Status *st)
 {
     rstate_t *rs = info->owned;
     int rc;
 
+    if (rs != NULL && scratch_fast(info, rs, st))
+        return MPI_SUCCESS;
     if (info->rndv & FTW_RNDV_SEND)
         return send_finish(info, st);
     if (rs != NULL && rs->replay) {
@@ -1169,6 +1195,12 @@ void ftw_rndv_owned_free(unsigned rndv, void *owned, int pooled)
 {
     if (owned == NULL)
         return;
+    /* One thread: nobody else holds a claim; no span, nothing listed. */
+    if (ftw_likely(!ftw_threaded) && pooled &&
+        ((rstate_t *)owned)->span_id == 0) {
+        ftw_req_block_put(owned);
+        return;
+    }
     if (rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) {
         rs_settle(owned);
         span_drop(owned);   /* a receive cut or cancelled, never finished */

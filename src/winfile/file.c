@@ -98,6 +98,7 @@ int ftw_file_opened(ftw_coll_t *co, int rc, MPI_File *fh,
 
     if (rc != MPI_SUCCESS)
         return rc;
+    ftw_req_mark_testall_unsafe();  /* the MPI-IO's requests are generalized */
     /* Every member makes the duplicate, even one out of memory for the
      * record: the others wait in it. */
     f = calloc(1, sizeof(*f));
