@@ -351,18 +351,14 @@ void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info)
     req_entry_insert(e);
 }
 
-/* Record a request posted on the fast path: its entry from the free
- * list, filled from info, into the table when the table has room and
- * does not hold the handle already (the common case: a few stores);
- * otherwise through req_entry_insert. */
-static inline void req_record_quiet(MPI_Request req, const ftw_reqinfo_t *info)
+/* Put entry e, filled, into the table on the fast path: one probe when
+ * the table has room and does not hold the handle already (the common
+ * case); otherwise through req_entry_insert.  Unlocks. */
+static inline void req_record_quiet(ftw_req_t *e)
 {
-    ftw_req_t *e;
+    MPI_Request req = e->key;
     size_t i;
 
-    if ((e = req_entry_get(req)) == NULL)
-        return;
-    e->info = *info;
     if (ftw_unlikely(req_slots == NULL ||
                      (size_t)(ftw_req_count + 1) * 2 > req_mask + 1)) {
         req_entry_insert(e);
@@ -380,29 +376,67 @@ static inline void req_record_quiet(MPI_Request req, const ftw_reqinfo_t *info)
     req_table_unlock();
 }
 
+/* The fields of a record the fast paths leave zero, zeroed in place. */
+static inline void req_info_clear(ftw_reqinfo_t *in)
+{
+    in->peer2 = FTW_NO_PEER;
+    in->persistent = 0;
+    in->rndv = 0;
+    in->failed_at_start = 0;
+    in->cancelled = 0;
+    in->pooled = 0;
+    in->early = 0;
+    in->coll_gen = 0;
+    in->cut_seq = 0;
+    in->drain_seq = 0;
+    in->epoch0 = 0;
+    in->owned = NULL;
+    in->p2p_user = NULL;
+    in->view = NULL;
+    in->p2p_n = 0;
+    in->bounce = NULL;
+}
+
 void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
                        int persistent, void *buf, MPI_Count count,
                        MPI_Datatype dt)
 {
-    if (req == MPI_REQUEST_NULL || req_done(req))
+    ftw_req_t *e;
+
+    if (req == MPI_REQUEST_NULL || req_done(req) ||
+        (e = req_entry_get(req)) == NULL)
         return;
-    req_record_quiet(req, &(ftw_reqinfo_t){
-        .comm = comm, .peer = peer, .peer2 = FTW_NO_PEER,
-        .kind = (uint8_t)kind, .persistent = (uint8_t)persistent,
-        .buf = buf, .count = count, .dt = dt });
+    req_info_clear(&e->info);
+    e->info.comm = comm;
+    e->info.peer = peer;
+    e->info.kind = (uint8_t)kind;
+    e->info.persistent = (uint8_t)persistent;
+    e->info.buf = buf;
+    e->info.count = count;
+    e->info.dt = dt;
+    req_record_quiet(e);
 }
 
 void ftw_req_add_rndv_quiet(MPI_Request req, MPI_Comm comm, int peer,
                             void *buf, MPI_Count count, MPI_Datatype dt,
                             int rndv, void *owned)
 {
+    ftw_req_t *e;
+
     /* Unrecorded, owned stays: the MPI may write it. */
-    if (req == MPI_REQUEST_NULL)
+    if (req == MPI_REQUEST_NULL || (e = req_entry_get(req)) == NULL)
         return;
-    req_record_quiet(req, &(ftw_reqinfo_t){
-        .comm = comm, .peer = peer, .peer2 = FTW_NO_PEER,
-        .kind = FTW_OP_RECV, .rndv = (uint8_t)rndv, .owned = owned,
-        .pooled = owned != NULL, .buf = buf, .count = count, .dt = dt });
+    req_info_clear(&e->info);
+    e->info.comm = comm;
+    e->info.peer = peer;
+    e->info.kind = FTW_OP_RECV;
+    e->info.rndv = (uint8_t)rndv;
+    e->info.owned = owned;
+    e->info.pooled = owned != NULL;
+    e->info.buf = buf;
+    e->info.count = count;
+    e->info.dt = dt;
+    req_record_quiet(e);
 }
 
 /* Insert e (the table locked) and unlock.  One probe: the run from the
@@ -927,3 +961,8 @@ int ftw_grave_count(void)
 {
     return grave_n;
 }
+
+/* req_info_clear names every field of ftw_reqinfo_t a fast path does not
+ * set: a field added to the record must be added there. */
+_Static_assert(sizeof(void *) != 8 || sizeof(ftw_reqinfo_t) == 104,
+               "update req_info_clear");

@@ -695,6 +695,30 @@ static int recv_fast(void *buf, int count, MPI_Datatype dt, int source,
 static int recv_finish(const ftw_reqinfo_t *info, MPI_Status *st);
 static int recvs_to_finish(void);
 
+/* The common completion of a window of small messages, on one thread: a
+ * receive posted into its scratch header got an ordinary message (an RTS
+ * is exactly FTW_RTS_SIZE bytes) that fits the contiguous buffer, and no
+ * listed receive's head lies anywhere (no span): copy it over, and the
+ * state is free again.  0 when the general path must look. */
+static inline int scratch_fast(const ftw_reqinfo_t *info, rstate_t *rs,
+                               const MPI_Status *st)
+{
+    MPI_Count n, size;
+    MPI_Aint lb;
+
+    if (ftw_unlikely(ftw_threaded) || info->rndv != FTW_RNDV_RSCRATCH ||
+        rs->split || rs->replay || rs->span_id != 0 ||
+        __atomic_load_n(&nspans, __ATOMIC_RELAXED) != 0 ||
+        atomic_load_explicit(&rs->state, memory_order_relaxed) != RS_POSTED ||
+        status_cancelled(st) || (n = status_bytes(st)) >= FTW_RTS_SIZE ||
+        ftw_type_size(info->dt, &size) != MPI_SUCCESS ||
+        n > info->count * size || !contig(info->count, info->dt, &lb))
+        return 0;
+    memcpy((char *)info->buf + lb, rs->scratch, (size_t)n);
+    atomic_store_explicit(&rs->state, RS_IDLE, memory_order_relaxed);
+    return 1;
+}
+
 /* A nonblocking receive on the fast path too small for any rendezvous
  * message: posted as the plain fast path posts it, recorded with no
  * state (the buffer holds an RTS) or with a scratch header from the
@@ -760,7 +784,9 @@ static int recv_fast_scratch(void *buf, int count, MPI_Datatype dt,
                                 .peer2 = FTW_NO_PEER, .kind = FTW_OP_RECV,
                                 .rndv = FTW_RNDV_RSCRATCH, .owned = rs,
                                 .buf = buf, .count = count, .dt = dt };
-        rc = recv_finish(&info, st);
+        rs->state = RS_POSTED;
+        rc = scratch_fast(&info, rs, st) ? MPI_SUCCESS
+                                         : recv_finish(&info, st);
         if (rc != MPI_SUCCESS)
             rc = ftw_raise(comm, rc, name, rc == FTW_ERR_PROC_FAIL_STOP ?
                                            st->MPI_SOURCE : -1);
@@ -1068,30 +1094,6 @@ static int early_outcome(const rstate_t *rs, MPI_Status *st)
     if (rs->code != MPI_SUCCESS)
         st->MPI_ERROR = rs->code;
     return rs->code;
-}
-
-/* The common completion of a window of small messages, on one thread: a
- * receive posted into its scratch header got an ordinary message (an RTS
- * is exactly FTW_RTS_SIZE bytes) that fits the contiguous buffer, and no
- * listed receive's head lies anywhere (no span): copy it over, and the
- * state is free again.  0 when the general path must look. */
-static inline int scratch_fast(const ftw_reqinfo_t *info, rstate_t *rs,
-                               const MPI_Status *st)
-{
-    MPI_Count n, size;
-    MPI_Aint lb;
-
-    if (ftw_unlikely(ftw_threaded) || info->rndv != FTW_RNDV_RSCRATCH ||
-        rs->split || rs->replay || rs->span_id != 0 ||
-        __atomic_load_n(&nspans, __ATOMIC_RELAXED) != 0 ||
-        atomic_load_explicit(&rs->state, memory_order_relaxed) != RS_POSTED ||
-        status_cancelled(st) || (n = status_bytes(st)) >= FTW_RTS_SIZE ||
-        ftw_type_size(info->dt, &size) != MPI_SUCCESS ||
-        n > info->count * size || !contig(info->count, info->dt, &lb))
-        return 0;
-    memcpy((char *)info->buf + lb, rs->scratch, (size_t)n);
-    atomic_store_explicit(&rs->state, RS_IDLE, memory_order_relaxed);
-    return 1;
 }
 
 int ftw_rndv_finish(const ftw_reqinfo_t *info, MPI_Status *st)
