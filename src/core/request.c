@@ -67,6 +67,27 @@ static pthread_mutex_t req_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
  */
 static FTW_TLS ftw_req_t *req_retired;
 
+/*
+ * Without MPI_THREAD_MULTIPLE the fast paths record into a log instead:
+ * an array of records appended in post order, taken back out by the
+ * completion calls (which mostly finish requests in post order: the
+ * search starts where the last one was found), so a window of small
+ * messages costs a store of each record and a compare to take it, no
+ * hashing.  Every other use of the table first moves the log's live
+ * records into it (req_log_flush, run by req_table_lock), and so does a
+ * full log; the log's records are thus always newer than the table's.
+ * Only one thread calls the MPI at a time at these levels, so the log
+ * is the process's, not a thread's.  Dead records have a null key.
+ */
+#define REQ_LOG_MAX 256
+static ftw_req_t req_log[REQ_LOG_MAX];
+static int req_log_n;       /* records appended, dead ones included */
+static int req_log_live;    /* live ones */
+static int req_log_hint;    /* where the next search starts */
+
+static void req_log_flush(void);
+static void req_insert_locked(ftw_req_t *e);
+
 /* The home slot of req: the top bits of a multiplicative hash. */
 static inline size_t req_hash(MPI_Request req)
 {
@@ -154,6 +175,8 @@ static inline void req_early_note(const ftw_req_t *e, int delta)
 static inline void req_table_lock(void)
 {
     ftw_mt_lock(&req_lock);
+    if (ftw_unlikely(req_log_n != 0))
+        req_log_flush();
 }
 
 static inline void req_table_unlock(void)
@@ -351,6 +374,92 @@ void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info)
     req_entry_insert(e);
 }
 
+/* ---- the log ---------------------------------------------------------- */
+
+/* The log's live records into the table (the table locked).  A record
+ * the table cannot take is dropped, as a failed insertion drops it. */
+static void req_log_flush(void)
+{
+    int n = req_log_n;
+
+    req_log_n = 0;      /* first: the insertions below lock nothing */
+    for (int i = 0; i < n; i++) {
+        ftw_req_t *e;
+
+        if (req_log[i].key == MPI_REQUEST_NULL)
+            continue;
+        ftw_gate_add(ftw_req_count, -1);    /* the table counts it again */
+        e = req_free_list;
+        if (e != NULL)
+            req_free_list = e->next;
+        else
+            e = malloc(sizeof(*e));
+        if (e == NULL) {
+            ftw_warn_sparse("out of memory: a request will not be watched "
+                            "for peer failures");
+            continue;
+        }
+        e->key = req_log[i].key;
+        e->info = req_log[i].info;
+        req_insert_locked(e);
+    }
+    req_log_live = 0;
+    req_log_hint = 0;
+}
+
+/* A record for req in the log, to fill (NULL: the caller uses the
+ * table). */
+static inline ftw_req_t *req_log_append(MPI_Request req)
+{
+    ftw_req_t *e;
+
+    if (ftw_unlikely(ftw_threaded))
+        return NULL;
+    if (ftw_unlikely(req_log_n == REQ_LOG_MAX))
+        req_log_flush();
+    e = &req_log[req_log_n++];
+    e->key = req;
+    req_log_live++;
+    ftw_gate_add(ftw_req_count, 1);
+    return e;
+}
+
+/* The index of req's record in the log, or -1.  The MPI's shared handle
+ * of a send that completed at once is never in it. */
+static inline int req_log_find(MPI_Request req)
+{
+    int i = req_log_hint;
+
+    if (ftw_likely(req_log_live == 0) || req_done(req))
+        return -1;
+    for (int k = 0; k < req_log_n; k++) {
+        if (req_log[i].key == req)
+            return i;
+        if (++i == req_log_n)
+            i = 0;
+    }
+    return -1;
+}
+
+/* Nothing in the table itself (the log may hold records). */
+static inline int req_table_empty(void)
+{
+    return ftw_req_count == req_log_live;
+}
+
+/* Take record i out of the log. */
+static inline void req_log_kill(int i)
+{
+    req_log[i].key = MPI_REQUEST_NULL;
+    ftw_gate_add(ftw_req_count, -1);
+    if (--req_log_live == 0) {
+        req_log_n = 0;
+        req_log_hint = 0;
+    } else {
+        req_log_hint = i + 1 < req_log_n ? i + 1 : 0;
+    }
+}
+
 /* Put entry e, filled, into the table on the fast path: one probe when
  * the table has room and does not hold the handle already (the common
  * case); otherwise through req_entry_insert.  Unlocks. */
@@ -403,8 +512,9 @@ void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
 {
     ftw_req_t *e;
 
-    if (req == MPI_REQUEST_NULL || req_done(req) ||
-        (e = req_entry_get(req)) == NULL)
+    if (req == MPI_REQUEST_NULL || req_done(req))
+        return;
+    if ((e = req_log_append(req)) == NULL && (e = req_entry_get(req)) == NULL)
         return;
     req_info_clear(&e->info);
     e->info.comm = comm;
@@ -414,7 +524,8 @@ void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
     e->info.buf = buf;
     e->info.count = count;
     e->info.dt = dt;
-    req_record_quiet(e);
+    if (ftw_unlikely(ftw_threaded))
+        req_record_quiet(e);
 }
 
 void ftw_req_add_rndv_quiet(MPI_Request req, MPI_Comm comm, int peer,
@@ -424,7 +535,9 @@ void ftw_req_add_rndv_quiet(MPI_Request req, MPI_Comm comm, int peer,
     ftw_req_t *e;
 
     /* Unrecorded, owned stays: the MPI may write it. */
-    if (req == MPI_REQUEST_NULL || (e = req_entry_get(req)) == NULL)
+    if (req == MPI_REQUEST_NULL)
+        return;
+    if ((e = req_log_append(req)) == NULL && (e = req_entry_get(req)) == NULL)
         return;
     req_info_clear(&e->info);
     e->info.comm = comm;
@@ -436,7 +549,8 @@ void ftw_req_add_rndv_quiet(MPI_Request req, MPI_Comm comm, int peer,
     e->info.buf = buf;
     e->info.count = count;
     e->info.dt = dt;
-    req_record_quiet(e);
+    if (ftw_unlikely(ftw_threaded))
+        req_record_quiet(e);
 }
 
 /* Insert e (the table locked) and unlock.  One probe: the run from the
@@ -444,12 +558,17 @@ void ftw_req_add_rndv_quiet(MPI_Request req, MPI_Comm comm, int peer,
  * (there are no tombstones), which is where a new key goes. */
 static void req_entry_insert(ftw_req_t *e)
 {
+    req_insert_locked(e);
+    req_table_unlock();
+}
+
+static void req_insert_locked(ftw_req_t *e)
+{
     size_t i;
 
     if (!req_slots_room()) {
         e->next = req_free_list;
         req_free_list = e;
-        req_table_unlock();
         ftw_warn_sparse("out of memory: a request will not be watched for "
                         "peer failures");
         return;
@@ -468,14 +587,12 @@ static void req_entry_insert(ftw_req_t *e)
         req_early_note(old, 1);
         e->next = req_free_list;
         req_free_list = e;
-        req_table_unlock();
         return;
     }
     req_slots[i].key = e->key;
     req_slots[i].e = e;
     ftw_gate_add(ftw_req_count, 1);
     req_early_note(e, 1);
-    req_table_unlock();
 }
 
 ftw_req_t *ftw_req_find(MPI_Request req)
@@ -507,6 +624,12 @@ int ftw_req_lookup(MPI_Request req, ftw_reqinfo_t *out)
         return 1;
     }
     if (ftw_req_count == 0 || req == MPI_REQUEST_NULL)
+        return 0;
+    if ((at = req_log_find(req)) >= 0) {
+        *out = req_log[at].info;
+        return 1;
+    }
+    if (req_table_empty())
         return 0;
     req_table_lock();
     at = req_slot_find(req);
@@ -555,6 +678,13 @@ int ftw_req_remove(MPI_Request req, ftw_reqinfo_t *out)
         return 1;
     }
     if (ftw_req_count == 0 || req == MPI_REQUEST_NULL)
+        return 0;
+    if ((at = req_log_find(req)) >= 0) {
+        *out = req_log[at].info;
+        req_log_kill((int)at);
+        return 1;
+    }
+    if (req_table_empty())
         return 0;
     req_table_lock();
     at = req_slot_find(req);
@@ -618,6 +748,20 @@ void ftw_req_owned_free(unsigned rndv, void *owned, int pooled)
     }
 }
 
+/* Forget req's record if the log holds it; 1 if it did. */
+static int req_log_del(MPI_Request req)
+{
+    int at = req_log_find(req);
+    ftw_reqinfo_t *in;
+
+    if (at < 0)
+        return 0;
+    in = &req_log[at].info;
+    ftw_req_owned_free(in->rndv, in->owned, in->pooled);
+    req_log_kill(at);
+    return 1;
+}
+
 static void req_del_locked(MPI_Request req)
 {
     long at = req_slot_find(req);
@@ -651,7 +795,7 @@ static int req_del_retired(MPI_Request req)
 void ftw_req_del(MPI_Request req)
 {
     if (req_del_retired(req) || ftw_req_count == 0 ||
-        req == MPI_REQUEST_NULL)
+        req == MPI_REQUEST_NULL || req_log_del(req) || req_table_empty())
         return;
     req_table_lock();
     req_del_locked(req);
@@ -669,6 +813,16 @@ void ftw_req_reap(int n, const MPI_Request before[], const MPI_Request after[])
      * thread's new request, given the same handle since. */
     if (ftw_req_count == 0 || ftw_unlikely(ftw_threaded))
         return;
+    if (req_log_live > 0) {
+        int rest = 0;
+
+        for (int i = 0; i < n; i++)
+            if (before[i] != MPI_REQUEST_NULL &&
+                after[i] == MPI_REQUEST_NULL && !req_log_del(before[i]))
+                rest = 1;
+        if (!rest || req_table_empty())
+            return;
+    }
     req_table_lock();
     for (int i = 0; i < n; i++)
         if (before[i] != MPI_REQUEST_NULL && after[i] == MPI_REQUEST_NULL)
