@@ -795,38 +795,17 @@ static int recv_fast_scratch(void *buf, int count, MPI_Datatype dt,
     return rc;
 }
 
-int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
-                     int tag, MPI_Comm comm, const char *name,
-                     int persistent, MPI_Request *request,
-                     MPI_Status *status)
+/* The receive through ftwrap's full path: watched, stash first, state
+ * for the rendezvous (out of line: the fast paths above keep a small
+ * frame). */
+static __attribute__((noinline)) int
+recv_full(void *buf, int count, MPI_Datatype dt, int source, int tag,
+          MPI_Comm comm, const char *name, int persistent,
+          MPI_Request *request, MPI_Status *status)
 {
     ftw_op_t op;
-    MPI_Count size;
-    MPI_Aint lb;
     int rc;
 
-    if (ftw_quiet() && ftw_stash_n == 0 && source != MPI_PROC_NULL &&
-        ftw_type_size(dt, &size) == MPI_SUCCESS) {
-        MPI_Count bytes = count * size;
-
-        if (request != NULL && !persistent &&
-            bytes < (MPI_Count)ftw_rndv_min)
-            return recv_small(buf, count, dt, bytes, source, tag, comm,
-                              request);
-        /* A blocking one waits in the MPI, where no receive of this
-         * process's is finished early: only while none needs it. */
-        if (request == NULL && recvs_to_finish())
-            goto full;
-        if (request == NULL && bytes < FTW_RTS_SIZE)
-            return recv_fast_scratch(buf, count, dt, source, tag, comm, name,
-                                     status);
-        if (request == NULL && contig(count, dt, &lb) &&
-            !spans_overlap((char *)buf + lb, (char *)buf + lb + bytes, 0) &&
-            (rc = recv_fast(buf, count, dt, source, tag, comm, name, status,
-                            lb)) != FTW_PENDING_CODE)
-            return rc;
-    }
-full:
     ftw_op_begin(&op, name, comm, source, FTW_OP_RECV);
     ftw_op_set_buf(&op, buf, count, dt);
     op.info.persistent = (uint8_t)persistent;
@@ -864,6 +843,41 @@ full:
     if (rc != FTW_ERR_BUFFER_UNUSABLE)
         rs_free(&op.info);
     return rc;
+}
+
+int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
+                     int tag, MPI_Comm comm, const char *name,
+                     int persistent, MPI_Request *request,
+                     MPI_Status *status)
+{
+    MPI_Count size;
+    MPI_Aint lb;
+    int rc;
+
+    if (ftw_quiet() && ftw_stash_n == 0 && source != MPI_PROC_NULL &&
+        ftw_type_size(dt, &size) == MPI_SUCCESS) {
+        MPI_Count bytes = count * size;
+
+        if (request != NULL && !persistent &&
+            bytes < (MPI_Count)ftw_rndv_min)
+            return recv_small(buf, count, dt, bytes, source, tag, comm,
+                              request);
+        /* A blocking one waits in the MPI, where no receive of this
+         * process's is finished early: only while none needs it. */
+        if (request == NULL && recvs_to_finish())
+            goto full;
+        if (request == NULL && bytes < FTW_RTS_SIZE)
+            return recv_fast_scratch(buf, count, dt, source, tag, comm, name,
+                                     status);
+        if (request == NULL && contig(count, dt, &lb) &&
+            !spans_overlap((char *)buf + lb, (char *)buf + lb + bytes, 0) &&
+            (rc = recv_fast(buf, count, dt, source, tag, comm, name, status,
+                            lb)) != FTW_PENDING_CODE)
+            return rc;
+    }
+full:
+    return recv_full(buf, count, dt, source, tag, comm, name, persistent,
+                     request, status);
 }
 
 /* The receive posted (ftwrap's, stash first), then the send: wait for
