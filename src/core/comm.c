@@ -584,9 +584,12 @@ static ftw_status_t failed_of(ftw_comm_t *c, const int *world, int n,
         PMPI_Group_free(&all);
         return FTW_ST_NO_MEMORY;
     }
+    uint32_t seen;
+
     /* One snapshot of the failure log: the group and the count agree. */
     ftw_comm_refresh(c);
-    for (uint32_t i = 0; i < c->epoch_seen; i++) {
+    seen = __atomic_load_n(&c->epoch_seen, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < seen; i++) {
         int r = world_index(world, n, ftw_detect_failure(i));
 
         if (r >= 0)
@@ -790,12 +793,14 @@ int ftw_comm_create_survivors(ftw_comm_t *c, const uint8_t *failed,
 void ftw_comm_acked_of(ftw_comm_t *c, const int *world, int n,
                        uint8_t *acked)
 {
+    uint32_t seen;
     int k = 0;
 
     ftw_comm_refresh(c);
+    seen = __atomic_load_n(&c->epoch_seen, __ATOMIC_ACQUIRE);
     for (int q = 0; q < n; q++)
         acked[q] = 0;
-    for (uint32_t i = 0; i < c->epoch_seen && k < c->nacked; i++) {
+    for (uint32_t i = 0; i < seen && k < c->nacked; i++) {
         int w = ftw_detect_failure(i);
         int q = world_index(world, n, w);
 
