@@ -183,7 +183,6 @@ static void rndv_progress(void)
 {
     ftw_rndv_progress_recvs();
     ftw_rndv_progress();
-    ftw_rndv_psend_progress();
 }
 
 static const ftw_progress_ops_t progress_steps[] = {

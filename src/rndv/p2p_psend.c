@@ -210,13 +210,14 @@ int ftw_rndv_psend_release(MPI_Request *req)
     return 1;
 }
 
-void ftw_rndv_psend_progress(void)
+int ftw_rndv_psend_progress(void)
 {
     porphan_t **pp;
+    int left;
 
-    if (atomic_load_explicit(&porphans_n, memory_order_relaxed) == 0 ||
-        ftw_mt_trylock(&porphans_lock) != 0)
-        return;
+    if ((left = atomic_load_explicit(&porphans_n, memory_order_relaxed)) ==
+        0 || ftw_mt_trylock(&porphans_lock) != 0)
+        return left;
     for (pp = &porphans; *pp != NULL;) {
         porphan_t *o = *pp;
         MPI_Status st;
@@ -233,10 +234,13 @@ void ftw_rndv_psend_progress(void)
             pp = &o->next;
             continue;
         }
+        ftw_debug("a freed persistent send to rank %d ended",
+                  o->info.peer);
         porphan_end(&o->req, &o->info, &st);
         *pp = o->next;
         free(o);
         atomic_fetch_sub(&porphans_n, 1);
     }
     ftw_mt_unlock(&porphans_lock);
+    return atomic_load_explicit(&porphans_n, memory_order_relaxed);
 }

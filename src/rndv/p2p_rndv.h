@@ -96,9 +96,6 @@ int ftw_rndv_psend_round(const ftw_reqinfo_t *info, const MPI_Status *st);
  * (freed now, or once its round in flight ends), 0 otherwise. */
 int ftw_rndv_psend_release(MPI_Request *req);
 
-/* Free the persistent sends released while active whose round ended. */
-void ftw_rndv_psend_progress(void);
-
 /* The world rank of rank peer of comm, or -1 if no transport can reach
  * it (intercommunicators, wildcard or null peers, other jobs). */
 int ftw_rndv_peer_world(MPI_Comm comm, int peer);

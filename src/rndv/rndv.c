@@ -73,6 +73,7 @@ void ftw_rndv_loose_add(MPI_Request req, void *buf)
 void ftw_rndv_progress(void)
 {
     ftw_xport_progress();
+    ftw_rndv_psend_progress();
     if (ftw_mt_trylock(&loose_lock) != 0)
         return;     /* another thread is at it */
     for (int i = 0; i < loose_n;) {
@@ -165,7 +166,8 @@ ftw_status_t ftw_rndv_init(void)
  * MPI_Finalize releases it. */
 void ftw_rndv_fini(void)
 {
-    for (int i = 0; i < 100 && loose_n > 0; i++)
+    for (int i = 0; i < 100 && (loose_n > 0 || ftw_rndv_psend_progress());
+         i++)
         ftw_rndv_progress();
     ftw_rndv_min = 0;
     atomic_store_explicit(&ftw_rndv_on, 0, memory_order_relaxed);

@@ -126,6 +126,10 @@ ftw_status_t ftw_rndv_psend_post(ftw_rndv_psend_t *ps, int xport,
  * ended with a FIN. */
 void ftw_rndv_psend_free(ftw_rndv_psend_t *ps);
 
+/* Free the persistent sends released while active (p2p_psend.c) whose
+ * round ended; the number still waiting.  Part of ftw_rndv_progress. */
+int ftw_rndv_psend_progress(void);
+
 /* A send's owned block is about to be freed (the send ended, whatever
  * way): the transport stops letting the receiver read the data.  Cheap,
  * and a no-op for any other block. */
