@@ -151,8 +151,8 @@ static int empty_status(const MPI_Status *st)
 }
 
 /* Rank 1's check of one message: status, pattern, the byte after. */
-static int check_msg(const unsigned char *buf, size_t len, const MPI_Status *st,
-                     int src, int tag, uint64_t seed)
+static int check_msg(const unsigned char *buf, size_t len,
+                     const MPI_Status *st, int src, int tag, uint64_t seed)
 {
     int count = -1;
 

@@ -27,7 +27,7 @@
 static int psend_native(const void *buf, int count, MPI_Datatype dt,
                         int dest, int tag, MPI_Comm comm, int kind,
                         const char *name, MPI_Request *request,
-                        ftw_psend_init_fn native_init)
+                        ftw_psend_init_fn_t native_init)
 {
     ftw_op_t op;
 
@@ -53,7 +53,7 @@ static int psend_native(const void *buf, int count, MPI_Datatype dt,
 int ftw_rndv_psend_init(const void *buf, int count, MPI_Datatype dt,
                         int dest, int tag, MPI_Comm comm, int kind,
                         const char *name, MPI_Request *request,
-                        ftw_psend_init_fn native_init)
+                        ftw_psend_init_fn_t native_init)
 {
     ftw_rndv_psend_t *ps;
     ftw_status_t st;

@@ -69,8 +69,8 @@ int ftw_rndv_orphan(MPI_Request req, ftw_reqinfo_t *info);
 
 /* The native persistent send a persistent rendezvous send falls back to
  * (PMPI_Send_init, PMPI_Ssend_init, PMPI_Rsend_init). */
-typedef int (*ftw_psend_init_fn)(const void *, int, MPI_Datatype, int, int,
-                                 MPI_Comm, MPI_Request *);
+typedef int (*ftw_psend_init_fn_t)(const void *, int, MPI_Datatype, int,
+                                   int, MPI_Comm, MPI_Request *);
 
 /* A persistent send of count dt of at least ftw_rndv_min bytes (the
  * caller checked): a persistent rendezvous send to a peer a transport
@@ -79,7 +79,7 @@ typedef int (*ftw_psend_init_fn)(const void *, int, MPI_Datatype, int, int,
 int ftw_rndv_psend_init(const void *buf, int count, MPI_Datatype dt,
                         int dest, int tag, MPI_Comm comm, int kind,
                         const char *name, MPI_Request *request,
-                        ftw_psend_init_fn native_init);
+                        ftw_psend_init_fn_t native_init);
 
 /* MPI_Start of *req while the rendezvous is on: a persistent rendezvous
  * send starts its round, a persistent receive is prepared (and may be
