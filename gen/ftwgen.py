@@ -700,9 +700,27 @@ def xlate(names, comm, peer=None, peer2=None, rbuf=None):
 
 
 # Sends that may go through ftwrap's rendezvous (buffered sends complete
-# locally and persistent ones restart natively: those stay the MPI's; a
+# locally into the MPI's attached buffer: those stay the MPI's; a
 # send-receive's send half goes through it too, stash_divert).
 RNDV_SENDS = {"Send", "Ssend", "Rsend", "Isend", "Issend", "Irsend"}
+# Persistent ones, with the native call a send that cannot use it makes
+# (a large-count one's count fits an int there).
+RNDV_PSENDS = {"Send_init", "Ssend_init", "Rsend_init"}
+
+
+def rndv_psend(f, n, kind):
+    """Large persistent sends go to the rendezvous core while it is on."""
+    base, sfx = base_and_suffix(f)
+    if base not in RNDV_PSENDS:
+        return ""
+    fits = " && %s <= INT_MAX" % n[1] if sfx else ""
+    count = "(int)%s" % n[1] if sfx else n[1]
+    return ("    if (ftw_unlikely(ftw_rndv_min != 0)%s &&\n"
+            "        ftw_send_rndv(%s, %s))\n"
+            "        return ftw_rndv_psend_init(%s, %s, \"%s\", %s, "
+            "PMPI_%s);\n"
+            % (fits, n[1], n[2], ", ".join([n[0], count] + n[2:6]), kind,
+               f.name, n[6], base))
 
 
 def rndv_send(f, n, kind, request):
@@ -745,7 +763,9 @@ def body_send(f):
                       % (nonblocking_of(base, sfx), args))
     n = shape(f, P2P + [REQ])
     head = "    ftw_op_t op;\n\n"
-    return head + rndv_send(f, n, kind, n[6]) + \
+    rndv = rndv_psend(f, n, kind) if PERSISTENT_ in f.attrs else \
+        rndv_send(f, n, kind, n[6])
+    return head + rndv + \
         body_post(f, n, n[5], n[3], kind, n[6])[len(head):]
 
 

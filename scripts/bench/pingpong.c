@@ -2,7 +2,8 @@
  * pingpong: two-rank MPI latency and bandwidth benchmark for ftwrap.
  *
  *   pingpong [--sizes LIST] [--iters SCALE] [--reps N] [--window W]
- *            [--lat-only | --bw-only] [--onebuf]
+ *            [--lat-only | --bw-only] [--onebuf] [--persistent |
+ *            --nonblocking]
  *
  * Latency: rank 0 sends a message of the given size, rank 1 answers with one
  * of the same size; the time reported is half the round trip, in µs.
@@ -14,7 +15,10 @@
  * receive buffers), so the window is cut to fit 256 MiB when size * W is
  * larger: at 64 MiB it is 4.  A "# window" line says so.  --onebuf is
  * osu_bw's way instead: all W sends from one buffer, all W receives into
- * one buffer, the window never cut.
+ * one buffer, the window never cut.  --persistent runs the latency test
+ * with persistent requests (MPI_Send_init and MPI_Recv_init made once per
+ * size, started every iteration), --nonblocking with MPI_Isend and
+ * MPI_Irecv posted the same way (what the persistent requests replace).
  *
  * Sizes default to 1 B, 2 B, 4 B, ... 64 MiB.  --sizes takes a comma
  * separated list, each number optionally with a K, M or G (binary) suffix.
@@ -68,6 +72,7 @@ struct opts {
     int lat;
     int bw;
     int onebuf;
+    int persistent;     /* 1 persistent, 2 nonblocking */
 };
 
 /* ---- data pattern ----------------------------------------------------- */
@@ -268,6 +273,66 @@ static inline void pingpong_once(uint8_t *sbuf, uint8_t *rbuf, size_t size,
     }
 }
 
+static int lat_persistent;   /* struct opts' persistent */
+
+/* The same with persistent requests: sr sends, rr receives (or, with
+ * --nonblocking, the one-shot requests posted in their place). */
+static inline void pingpong_once_p(uint8_t *sbuf, uint8_t *rbuf, size_t size,
+                                   long it, unsigned s0, unsigned s1,
+                                   MPI_Request *sr, MPI_Request *rr)
+{
+    if (lat_persistent == 2) {      /* the same with one-shot requests */
+        int to = 1 - rank;
+
+        if (rank == 0) {
+            set_marks(sbuf, size, s0, it, 0);
+            MPI_Irecv(rbuf, (int)size, MPI_BYTE, 1, TAG_PONG, MPI_COMM_WORLD,
+                      rr);
+            MPI_Isend(sbuf, (int)size, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD,
+                      sr);
+            MPI_Wait(sr, MPI_STATUS_IGNORE);
+            MPI_Wait(rr, MPI_STATUS_IGNORE);
+            check_marks("latency reply", rbuf, size, s1, it, 0);
+        } else {
+            MPI_Irecv(rbuf, (int)size, MPI_BYTE, to, TAG_PING,
+                      MPI_COMM_WORLD, rr);
+            MPI_Wait(rr, MPI_STATUS_IGNORE);
+            check_marks("latency ping", rbuf, size, s0, it, 0);
+            set_marks(sbuf, size, s1, it, 0);
+            MPI_Isend(sbuf, (int)size, MPI_BYTE, to, TAG_PONG,
+                      MPI_COMM_WORLD, sr);
+            MPI_Wait(sr, MPI_STATUS_IGNORE);
+        }
+        return;
+    }
+    if (rank == 0) {
+        set_marks(sbuf, size, s0, it, 0);
+        MPI_Start(rr);
+        MPI_Start(sr);
+        MPI_Wait(sr, MPI_STATUS_IGNORE);
+        MPI_Wait(rr, MPI_STATUS_IGNORE);
+        check_marks("latency reply", rbuf, size, s1, it, 0);
+    } else {
+        MPI_Start(rr);
+        MPI_Wait(rr, MPI_STATUS_IGNORE);
+        check_marks("latency ping", rbuf, size, s0, it, 0);
+        set_marks(sbuf, size, s1, it, 0);
+        MPI_Start(sr);
+        MPI_Wait(sr, MPI_STATUS_IGNORE);
+    }
+}
+
+static MPI_Request lat_sr = MPI_REQUEST_NULL, lat_rr = MPI_REQUEST_NULL;
+
+static inline void lat_once(uint8_t *sbuf, uint8_t *rbuf, size_t size,
+                            long it, unsigned s0, unsigned s1)
+{
+    if (lat_persistent)
+        pingpong_once_p(sbuf, rbuf, size, it, s0, s1, &lat_sr, &lat_rr);
+    else
+        pingpong_once(sbuf, rbuf, size, it, s0, s1);
+}
+
 static void bench_lat(size_t size, const struct opts *o, uint8_t *sbuf,
                       uint8_t *rbuf)
 {
@@ -280,23 +345,38 @@ static void bench_lat(size_t size, const struct opts *o, uint8_t *sbuf,
 
     fill_base(sbuf, size, me);
     poison(rbuf, size, peer, 0, 0);
+    lat_persistent = o->persistent;
+    if (o->persistent == 1) {
+        int to = 1 - rank;
+
+        MPI_Send_init(sbuf, (int)size, MPI_BYTE, to,
+                      rank == 0 ? TAG_PING : TAG_PONG, MPI_COMM_WORLD,
+                      &lat_sr);
+        MPI_Recv_init(rbuf, (int)size, MPI_BYTE, to,
+                      rank == 0 ? TAG_PONG : TAG_PING, MPI_COMM_WORLD,
+                      &lat_rr);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
 
-    pingpong_once(sbuf, rbuf, size, it, s0, s1);
+    lat_once(sbuf, rbuf, size, it, s0, s1);
     check_full(rank == 0 ? "latency reply" : "latency ping", rbuf, size, peer,
                it, 0);
     for (it = 1; it < warm; it++)
-        pingpong_once(sbuf, rbuf, size, it, s0, s1);
+        lat_once(sbuf, rbuf, size, it, s0, s1);
 
     for (int r = 0; r < o->reps; r++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         for (long i = 0; i < iters; i++, it++)
-            pingpong_once(sbuf, rbuf, size, it, s0, s1);
+            lat_once(sbuf, rbuf, size, it, s0, s1);
         t[r] = (MPI_Wtime() - t0) * 1e6 / (2.0 * (double)iters);
     }
     check_full(rank == 0 ? "latency reply" : "latency ping", rbuf, size, peer,
                it - 1, 0);
+    if (o->persistent == 1) {
+        MPI_Request_free(&lat_sr);
+        MPI_Request_free(&lat_rr);
+    }
 
     if (rank == 0) {
         printf("lat %zu %.3f\n", size, median(t, o->reps));
@@ -393,7 +473,7 @@ static int usage(const char *msg)
         fprintf(stderr,
                 "usage: pingpong [--sizes N[K|M|G][,...]] [--iters SCALE] "
                 "[--reps N] [--window W] [--lat-only | --bw-only] "
-                "[--onebuf]\n");
+                "[--onebuf] [--persistent | --nonblocking]\n");
     }
     return 2;
 }
@@ -427,6 +507,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->window = 64;
     o->lat = o->bw = 1;
     o->onebuf = 0;
+    o->persistent = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -467,6 +548,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             o->lat = 0;
         } else if (!strcmp(a, "--onebuf")) {
             o->onebuf = 1;
+        } else if (!strcmp(a, "--persistent")) {
+            o->persistent = 1;
+        } else if (!strcmp(a, "--nonblocking")) {
+            o->persistent = 2;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             return usage(NULL);
         } else {

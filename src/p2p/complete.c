@@ -768,31 +768,41 @@ int ftw_start(MPI_Request *req)
     /* The stash looked at and the receive started in one section against
      * a probe taking messages into the stash (threads). */
     ftw_stash_post_begin();
-    rc = ftw_rndv_started(*req) ? MPI_SUCCESS : PMPI_Start(req);
+    rc = ftw_rndv_start(req, "MPI_Start");
+    if (rc == FTW_PENDING_CODE)
+        rc = PMPI_Start(req);
     ftw_stash_post_end();
     return rc;
 }
 
-/* MPI_Startall while the rendezvous is on: receives served from the
- * probes' stash stay inactive, the others are started (one by one if
- * any was served), in one section against a probe taking messages into
- * the stash. */
+/* MPI_Startall while the rendezvous is on: persistent rendezvous sends
+ * start their rounds, receives served from the probes' stash stay
+ * inactive, the others are started (one by one if the rendezvous took
+ * any), in one section against a probe taking messages into the stash. */
 static int startall_rndv(int n, MPI_Request reqs[])
 {
+    unsigned char small[SMALL_N], *mine = small;
     int taken = 0, rc = MPI_SUCCESS;
 
+    if (n > SMALL_N && (mine = malloc((size_t)n)) == NULL)
+        return MPI_ERR_NO_MEM;
     ftw_stash_post_begin();
-    for (int i = 0; i < n; i++)
-        taken += ftw_rndv_started(reqs[i]);
+    for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
+        int r = ftw_rndv_start(&reqs[i], "MPI_Startall");
+
+        mine[i] = r != FTW_PENDING_CODE;
+        taken += mine[i];
+        if (mine[i])
+            rc = r;
+    }
     if (taken == 0)
         rc = PMPI_Startall(n, reqs);
-    for (int i = 0; taken > 0 && i < n && rc == MPI_SUCCESS; i++) {
-        ftw_reqinfo_t info;
-
-        if (!ftw_req_lookup(reqs[i], &info) || !ftw_rndv_start_taken(&info))
+    for (int i = 0; taken > 0 && i < n && rc == MPI_SUCCESS; i++)
+        if (!mine[i])
             rc = PMPI_Start(&reqs[i]);
-    }
     ftw_stash_post_end();
+    if (mine != small)
+        free(mine);
     return rc;
 }
 
@@ -867,7 +877,7 @@ int ftw_request_free(MPI_Request *req)
     int rc;
 
     ftw_wrap_check();
-    if (ftw_rndv_min != 0 && free_rndv(req))
+    if (ftw_rndv_min != 0 && (ftw_rndv_psend_release(req) || free_rndv(req)))
         return MPI_SUCCESS;
     rc = ftw_req_free(req);
     if (rc == MPI_SUCCESS)

@@ -447,6 +447,11 @@ static int peer_world(MPI_Comm comm, int peer)
     return c->peer_world[peer];
 }
 
+int ftw_rndv_peer_world(MPI_Comm comm, int peer)
+{
+    return peer_world(comm, peer);
+}
+
 #define SEND_SETTLE_SEC 0.5
 
 int ftw_rndv_send_settle(const ftw_reqinfo_t *info, MPI_Request *req,
@@ -966,6 +971,8 @@ static int send_finish(const ftw_reqinfo_t *info, MPI_Status *st)
 {
     int cancelled = 0;
 
+    if (info->persistent && !ftw_rndv_psend_round(info, st))
+        return MPI_SUCCESS;
     PMPI_Test_cancelled(st, &cancelled);
     if (cancelled)
         return MPI_SUCCESS;

@@ -67,6 +67,39 @@ void ftw_rndv_peek(MPI_Request req, MPI_Status *st);
  * info's owned memory.  0 if req is no such receive. */
 int ftw_rndv_orphan(MPI_Request req, ftw_reqinfo_t *info);
 
+/* The native persistent send a persistent rendezvous send falls back to
+ * (PMPI_Send_init, PMPI_Ssend_init, PMPI_Rsend_init). */
+typedef int (*ftw_psend_init_fn_t)(const void *, int, MPI_Datatype, int,
+                                   int, MPI_Comm, MPI_Request *);
+
+/* A persistent send of count dt of at least ftw_rndv_min bytes (the
+ * caller checked): a persistent rendezvous send to a peer a transport
+ * reaches (p2p_psend.c), else native_init's.  kind: FTW_OP_SEND or
+ * FTW_OP_SSEND. */
+int ftw_rndv_psend_init(const void *buf, int count, MPI_Datatype dt,
+                        int dest, int tag, MPI_Comm comm, int kind,
+                        const char *name, MPI_Request *request,
+                        ftw_psend_init_fn_t native_init);
+
+/* MPI_Start of *req while the rendezvous is on: a persistent rendezvous
+ * send starts its round, a persistent receive is prepared (and may be
+ * served from the stash, ftw_rndv_started).  FTW_PENDING_CODE if the MPI
+ * must still start *req, else the call's result. */
+int ftw_rndv_start(MPI_Request *req, const char *name);
+
+/* A persistent rendezvous send's request completed with *st: 1 if a
+ * round ended with its FIN (read it), 0 for an inactive request's empty
+ * status or a cancelled round. */
+int ftw_rndv_psend_round(const ftw_reqinfo_t *info, const MPI_Status *st);
+
+/* MPI_Request_free of a persistent rendezvous send: 1 if *req was one
+ * (freed now, or once its round in flight ends), 0 otherwise. */
+int ftw_rndv_psend_release(MPI_Request *req);
+
+/* The world rank of rank peer of comm, or -1 if no transport can reach
+ * it (intercommunicators, wildcard or null peers, other jobs). */
+int ftw_rndv_peer_world(MPI_Comm comm, int peer);
+
 /* A persistent request is being started (MPI_Start): 1 if a receive's
  * message was taken from the probes' stash instead, and the native
  * request must stay inactive. */

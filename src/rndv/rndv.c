@@ -26,6 +26,16 @@ static int self_world = -1;
 static int fin_tag_span = FIN_TAG_SPAN;
 static _Atomic unsigned fin_seq;    /* threads' sends take distinct tags */
 
+/* Persistent sends keep one FIN tag from their init to their free, drawn
+ * above the span of the one-shot sends' tags (which wrap) and given back
+ * only after a round that ended with its FIN: a late FIN of a round cut
+ * short could match the next owner's FIN receive. */
+static int pfin_base, pfin_span;
+static int pfin_next;
+static int *pfin_free;
+static int pfin_nfree, pfin_cap;
+static pthread_mutex_t pfin_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* Small sends nobody waits for (RTS headers, FINs) and their buffers. */
 typedef struct {
     MPI_Request req;
@@ -63,6 +73,7 @@ void ftw_rndv_loose_add(MPI_Request req, void *buf)
 void ftw_rndv_progress(void)
 {
     ftw_xport_progress();
+    ftw_rndv_psend_progress();
     if (ftw_mt_trylock(&loose_lock) != 0)
         return;     /* another thread is at it */
     for (int i = 0; i < loose_n;) {
@@ -117,6 +128,9 @@ static void fin_tags_init(void)
     PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
     if (flag && ub != NULL && *ub - FIN_TAG_BASE < fin_tag_span)
         fin_tag_span = *ub - FIN_TAG_BASE;
+    pfin_base = FIN_TAG_BASE + fin_tag_span;
+    pfin_span = flag && ub != NULL && *ub - pfin_base < FIN_TAG_SPAN ?
+                *ub - pfin_base : FIN_TAG_SPAN;
 }
 
 ftw_status_t ftw_rndv_init(void)
@@ -152,7 +166,8 @@ ftw_status_t ftw_rndv_init(void)
  * MPI_Finalize releases it. */
 void ftw_rndv_fini(void)
 {
-    for (int i = 0; i < 100 && loose_n > 0; i++)
+    for (int i = 0; i < 100 && (loose_n > 0 || ftw_rndv_psend_progress());
+         i++)
         ftw_rndv_progress();
     ftw_rndv_min = 0;
     atomic_store_explicit(&ftw_rndv_on, 0, memory_order_relaxed);
@@ -320,6 +335,156 @@ err_free_owned:
     free(s.owned);
     ftw_error("cannot start a rendezvous send to world rank %d", world);
     return FTW_ST_MPI_ERROR;
+}
+
+/* A FIN tag for a persistent send, or -1 when all are taken. */
+static int pfin_take(void)
+{
+    int tag = -1;
+
+    ftw_mt_lock(&pfin_lock);
+    if (pfin_nfree > 0)
+        tag = pfin_free[--pfin_nfree];
+    else if (pfin_next < pfin_span)
+        tag = pfin_base + pfin_next++;
+    ftw_mt_unlock(&pfin_lock);
+    return tag;
+}
+
+static void pfin_give(int tag)
+{
+    ftw_mt_lock(&pfin_lock);
+    if (pfin_nfree == pfin_cap) {
+        int cap = pfin_cap ? 2 * pfin_cap : 64;
+        int *f = realloc(pfin_free, sizeof(*f) * (size_t)cap);
+
+        if (f == NULL) {
+            ftw_mt_unlock(&pfin_lock);
+            return;     /* the tag stays unused */
+        }
+        pfin_free = f;
+        pfin_cap = cap;
+    }
+    pfin_free[pfin_nfree++] = tag;
+    ftw_mt_unlock(&pfin_lock);
+}
+
+ftw_status_t ftw_rndv_psend_new(const void *buf, MPI_Count count,
+                                MPI_Datatype dt, MPI_Count size, int world,
+                                ftw_rndv_psend_t **ps_p, MPI_Request *fin_req)
+{
+    ftw_rndv_psend_t *ps;
+    MPI_Aint lb = 0;
+    int contig = ftw_rndv_contig(count, dt, &lb), tag;
+
+    if (!contig && (size > INT32_MAX || count > INT32_MAX))
+        return FTW_ST_UNSUPPORTED;
+    tag = pfin_take();
+    if (tag < 0)
+        return FTW_ST_UNSUPPORTED;      /* the MPI's own send, then */
+    ps = calloc(1, sizeof(*ps) + (contig ? 0 : (size_t)size));
+    if (ps == NULL) {
+        pfin_give(tag);
+        ftw_error("out of memory for a persistent rendezvous send of %lld "
+                  "bytes", (long long)size);
+        return FTW_ST_NO_MEMORY;
+    }
+    *ps = (ftw_rndv_psend_t){ .buf = buf, .count = count, .size = size,
+                              .dt = dt, .lb = lb, .world = world,
+                              .fin_tag = tag };
+    /* The program may free its type while the request lives. */
+    if (!contig) {
+        ps->packed = (char *)(ps + 1);
+        if (PMPI_Type_dup(dt, &ps->dt) != MPI_SUCCESS)
+            goto err;
+    }
+    if (PMPI_Recv_init(&ps->fin, 1, MPI_UINT64_T, world, tag, rndv_comm,
+                       fin_req) != MPI_SUCCESS) {
+        if (!contig)
+            PMPI_Type_free(&ps->dt);
+        goto err;
+    }
+    *ps_p = ps;
+    return FTW_OK;
+
+err:
+    pfin_give(tag);
+    free(ps);
+    ftw_error("cannot make a persistent rendezvous send to world rank %d",
+              world);
+    return FTW_ST_MPI_ERROR;
+}
+
+ftw_status_t ftw_rndv_psend_post(ftw_rndv_psend_t *ps, int xport,
+                                 MPI_Comm native, int npeer,
+                                 MPI_Request *fin_req)
+{
+    ftw_rts_t *rts;
+    MPI_Request rts_req;
+    uint64_t addr;
+    int pos = 0;
+
+    ftw_rndv_progress();
+    ftw_rndv_send_end(ps);      /* the last round's exposure, if any */
+    if (ps->packed != NULL) {
+        if (ftw_pack(ps->buf, (int)ps->count, ps->dt, ps->packed,
+                     (int)ps->size, &pos, MPI_COMM_WORLD) != MPI_SUCCESS) {
+            ftw_error("cannot pack %lld bytes for a rendezvous send",
+                      (long long)ps->size);
+            return FTW_ST_INVALID_PARAM;
+        }
+        addr = (uint64_t)(uintptr_t)ps->packed;
+    } else {
+        addr = (uint64_t)(uintptr_t)((const char *)ps->buf + ps->lb);
+    }
+    rts = malloc(sizeof(*rts));
+    if (rts == NULL) {
+        ftw_error("out of memory for a rendezvous send's RTS");
+        return FTW_ST_NO_MEMORY;
+    }
+    *rts = (ftw_rts_t){ .cookie = { cookie[0], cookie[1] },
+                        .size = (uint64_t)ps->size, .addr = addr,
+                        .pid = ftw_xport_self_pid(), .world = self_world,
+                        .fin_tag = ps->fin_tag, .xport = xport };
+    if (ftw_xport_ops(xport)->expose(ps->world, addr, (size_t)ps->size, ps,
+                                     &rts->key) != FTW_OK) {
+        if (xport != FTW_XPORT_ID_SHM)
+            goto err_free_rts;
+        rts->xport = xport = FTW_XPORT_ID_CMA;
+        rts->key = 0;
+    }
+    ps->fin = FTW_FIN_DONE;
+    if (PMPI_Start(fin_req) != MPI_SUCCESS)
+        goto err_release;
+    if (PMPI_Isend(rts, FTW_RTS_SIZE, MPI_BYTE, npeer, ps->tag, native,
+                   &rts_req) != MPI_SUCCESS)
+        goto err_cancel_fin;
+    ftw_rndv_loose_add(rts_req, rts);
+    ps->started = 1;
+    return FTW_OK;
+
+err_cancel_fin:
+    /* Inactive again: nothing was announced. */
+    PMPI_Cancel(fin_req);
+    PMPI_Wait(fin_req, MPI_STATUS_IGNORE);
+err_release:
+    ftw_xport_ops(xport)->release(ps);
+err_free_rts:
+    free(rts);
+    ftw_error("cannot start a rendezvous send to world rank %d", ps->world);
+    return FTW_ST_MPI_ERROR;
+}
+
+void ftw_rndv_psend_free(ftw_rndv_psend_t *ps)
+{
+    if (ps == NULL)
+        return;
+    ftw_rndv_send_end(ps);
+    if (!ps->started)
+        pfin_give(ps->fin_tag);
+    if (ps->packed != NULL)
+        PMPI_Type_free(&ps->dt);
+    free(ps);
 }
 
 void ftw_rndv_send_end(const void *owned)

@@ -88,6 +88,48 @@ ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
                                  int xport, int tag, MPI_Comm native,
                                  int npeer, ftw_rndv_send_t *s_p);
 
+/* A persistent rendezvous send (MPI_Send_init and the like of a large
+ * message): the block its request owns from init to free.  The FIN word
+ * comes first, so the block is also what a one-shot send's owned block
+ * is to ftw_rndv_fin_code and ftw_rndv_send_end; a non-contiguous
+ * message's packed copy follows it (packed). */
+typedef struct {
+    uint64_t fin;           /* the FIN word of the round in flight */
+    const void *buf;        /* the message: count dt at buf, size bytes */
+    MPI_Count count, size;
+    MPI_Datatype dt;        /* a duplicate if the data is packed */
+    MPI_Aint lb;            /* contiguous: where the bytes start */
+    char *packed;           /* non-contiguous: the copy, else NULL */
+    int world;              /* the destination's world rank */
+    int fin_tag;            /* its FIN receive's tag, for good */
+    int tag;                /* the RTS's tag (the program's) */
+    int kind;               /* ftw_op_kind_t of the program's call */
+    int started;            /* a round began and its FIN has not come */
+} ftw_rndv_psend_t;
+
+/* Make a persistent send's block and its request: a persistent receive of
+ * the FIN word (MPI_Recv_init on the rendezvous communicator) under a
+ * FIN tag of its own; size bytes of count dt at buf to world rank world. */
+ftw_status_t ftw_rndv_psend_new(const void *buf, MPI_Count count,
+                                MPI_Datatype dt, MPI_Count size, int world,
+                                ftw_rndv_psend_t **ps_p, MPI_Request *fin_req);
+
+/* One round (MPI_Start): the data as it is now (packed again if not
+ * contiguous) exposed through transport xport, the FIN receive fin_req
+ * started, then the RTS sent to rank npeer of native. */
+ftw_status_t ftw_rndv_psend_post(ftw_rndv_psend_t *ps, int xport,
+                                 MPI_Comm native, int npeer,
+                                 MPI_Request *fin_req);
+
+/* Free a persistent send's block (its request is freed, or inactive and
+ * about to be): exposure ended, FIN tag given back if its last round
+ * ended with a FIN. */
+void ftw_rndv_psend_free(ftw_rndv_psend_t *ps);
+
+/* Free the persistent sends released while active (p2p_psend.c) whose
+ * round ended; the number still waiting.  Part of ftw_rndv_progress. */
+int ftw_rndv_psend_progress(void);
+
 /* A send's owned block is about to be freed (the send ended, whatever
  * way): the transport stops letting the receiver read the data.  Cheap,
  * and a no-op for any other block. */
