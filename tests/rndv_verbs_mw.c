@@ -18,7 +18,8 @@
  *  - after each refused READ, a message from 0 to 1 and one from 1 to 0
  *    are pulled by RDMA READ (rndv_verbs grows by one on the receiver,
  *    rndv_native does not) and intact;
- *  - both ranks reconnected their QP once per round (verbs_reconnects);
+ *  - both ranks reconnected their QP exactly once per round
+ *    (verbs_reconnects: no reconnection was wasted or repeated);
  *  - windows were in use (verbs_mw=1), one bound per message sent over
  *    verbs, and every one bound was invalidated or freed by the end.
  */
@@ -116,8 +117,10 @@ int main(int argc, char **argv)
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (!tap_need_size(2))
+        return 0;
     buf = malloc(LEN);
-    if (tap_need_size(2) || buf == NULL || !verbs_in_use()) {
+    if (buf == NULL || !verbs_in_use()) {
         if (rank == 0)
             printf("1..0 # SKIP the verbs transport does not pull here "
                    "(no RDMA device? see scripts/check-verbs)\n");
@@ -139,7 +142,7 @@ int main(int argc, char **argv)
     tap_ok(ok_fwd, "after each refused READ, messages from 0 to 1 are "
            "pulled by RDMA READ again, intact");
     tap_ok(ok_back, "and messages from 1 to 0 too");
-    tap_ok(stat_of("verbs_reconnects") >= ROUNDS,
+    tap_ok(stat_of("verbs_reconnects") == ROUNDS,
            "the QP was reconnected after each refused READ "
            "(verbs_reconnects %lld)", stat_of("verbs_reconnects"));
     tap_ok(stat_of("verbs_mw") == 1, "memory windows in use (verbs_mw=1)");

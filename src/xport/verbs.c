@@ -203,7 +203,7 @@ static ftw_status_t local_setup(uint64_t probe_addr)
     for (int i = 0; i < vb.n; i++)
         if (i != vb.self && (vb.qp[i] = ftw_verbs_qp_create()) == NULL)
             return FTW_ST_IO_ERROR;
-    return ftw_verbs_mr_reg((void *)p, page, FTW_VERBS_MR_REMOTE,
+    return ftw_verbs_mr_reg((void *)p, page, FTW_VERBS_MR_PROBE,
                             ftw_verbs.mem == FTW_VERBS_MEM_PIN ?
                             FTW_VERBS_MEM_PIN : FTW_VERBS_MEM_ODP,
                             &vb.probe_mr);
@@ -360,7 +360,7 @@ static ftw_status_t peer_read(int peer, uint64_t addr, uint32_t rkey,
         return st;
     st = ftw_verbs_read(vb.qp[peer], peer, addr, rkey, local, mr->lkey, len);
     if (st != FTW_OK)
-        ftw_verbs_conn_lost(peer);  /* in the error state, flushed */
+        ftw_verbs_conn_lost(peer, "a READ failed"); /* flushed */
     return st;
 }
 
@@ -479,7 +479,7 @@ static void held_drop(held_t *h)
 
         if (ftw_verbs_mw_unbind(up ? vb.qp[h->peer] : NULL, h->peer, h->mw,
                                 h->rkey) != 0)
-            ftw_verbs_conn_lost(h->peer);
+            ftw_verbs_conn_lost(h->peer, "LOCAL_INV failed");
     }
     ftw_verbs_mr_put(h->mr);
 }
@@ -516,7 +516,7 @@ static ftw_status_t expose_key(int peer, uint64_t addr, size_t len,
                               len + (addr - from), &h->mw,
                               &h->rkey) == FTW_OK)
             return FTW_OK;
-        ftw_verbs_conn_lost(peer);
+        ftw_verbs_conn_lost(peer, "BIND_MW failed");
         if (ftw_verbs_conn_wait(peer, EXPOSE_WAIT_SECS) != FTW_OK)
             break;
     }

@@ -169,13 +169,15 @@ void ftw_verbs_conn_serve(void)
     }
 }
 
-void ftw_verbs_conn_lost(int peer)
+void ftw_verbs_conn_lost(int peer, const char *why)
 {
     conn_t *c = &conns[peer];
 
     if (c->qp == NULL || c->state == CONN_PENDING ||
         ftw_detect_is_failed(peer))
         return;
+    ftw_info("verbs: the QP to world rank %d needs reconnecting: %s (%s)",
+             peer, why, ibv_wc_status_str(ftw_verbs.last_wc_status));
     c->epoch++;
     conn_restart(peer, c);
 }
@@ -203,7 +205,7 @@ ftw_status_t ftw_verbs_conn_wait(int peer, double secs)
             ftw_detect_is_failed(peer))
             return FTW_ST_PEER_FAILED;
         if (conns[peer].state == CONN_LOST)
-            ftw_verbs_conn_lost(peer);
+            ftw_verbs_conn_lost(peer, "its last reconnection failed");
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((double)(t.tv_sec - t0.tv_sec) +
             (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 >= secs)

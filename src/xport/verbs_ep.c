@@ -179,13 +179,13 @@ static int wc_check(const struct ibv_wc *wc, int n, int peer,
     for (int i = 0; i < n; i++) {
         if (wc[i].status == IBV_WC_SUCCESS || *st_p != FTW_OK)
             continue;
+        ftw_verbs.last_wc_status = wc[i].status;
         *st_p = FTW_ST_IO_ERROR;
         if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
             ftw_log_sparse(peer < 0 ? FTW_LOG_INFO : FTW_LOG_WARN,"verbs: %s on the QP to world rank %d on %s: "
                             "%s (%d)", wc_opcode_name(wc[i].opcode), peer,
                             ftw_verbs_dev_name(),
                             ibv_wc_status_str(wc[i].status), wc[i].status);
-        ftw_verbs.last_wc_status = wc[i].status;
     }
     return n;
 }

@@ -24,9 +24,10 @@ typedef enum {
 /* What an MR is for: the sender's buffer, read by a peer, or the
  * receiver's, written by its own READ.  Never both, never REMOTE_WRITE. */
 typedef enum {
-    FTW_VERBS_MR_REMOTE,        /* REMOTE_READ */
+    FTW_VERBS_MR_REMOTE,        /* REMOTE_READ (with windows: MW_BIND) */
     FTW_VERBS_MR_LOCAL,         /* LOCAL_WRITE */
-    FTW_VERBS_MR_KINDS
+    FTW_VERBS_MR_KINDS,
+    FTW_VERBS_MR_PROBE = FTW_VERBS_MR_KINDS, /* REMOTE_READ; never cached */
 } ftw_verbs_mr_kind_t;
 
 typedef struct {
@@ -136,7 +137,7 @@ void ftw_verbs_mw_close(void);
 ftw_status_t ftw_verbs_conn_init(int n);
 void ftw_verbs_conn_peer(int peer, struct ibv_qp *qp,
                          const ftw_verbs_addr_t *a, uint32_t qpn);
-void ftw_verbs_conn_lost(int peer);
+void ftw_verbs_conn_lost(int peer, const char *why);
 int ftw_verbs_conn_ready(int peer);
 ftw_status_t ftw_verbs_conn_wait(int peer, double secs);
 void ftw_verbs_conn_serve(void);

@@ -44,7 +44,8 @@ static struct ibv_mr *implicit_mr;
 static int mr_access(ftw_verbs_mr_kind_t kind, ftw_verbs_mem_t mode)
 {
     int a = kind == FTW_VERBS_MR_LOCAL ? IBV_ACCESS_LOCAL_WRITE :
-            ftw_verbs.mw ? IBV_ACCESS_MW_BIND : IBV_ACCESS_REMOTE_READ;
+            kind == FTW_VERBS_MR_REMOTE && ftw_verbs.mw ? IBV_ACCESS_MW_BIND :
+            IBV_ACCESS_REMOTE_READ;
 
     return mode == FTW_VERBS_MEM_PIN ? a : a | IBV_ACCESS_ON_DEMAND;
 }
@@ -59,7 +60,8 @@ ftw_status_t ftw_verbs_mr_reg(const void *addr, size_t len,
     if (mr == NULL) {
         ftw_warn_sparse("ibv_reg_mr(%p, %zu, %s%s) on %s: %m", addr, len,
                         kind == FTW_VERBS_MR_LOCAL ? "LOCAL_WRITE" :
-                        ftw_verbs.mw ? "MW_BIND" : "REMOTE_READ",
+                        kind == FTW_VERBS_MR_REMOTE && ftw_verbs.mw ?
+                        "MW_BIND" : "REMOTE_READ",
                         mode == FTW_VERBS_MEM_PIN ? "" : "|ON_DEMAND",
                         ibv_get_device_name(ftw_verbs.ctx->device));
         return FTW_ST_IO_ERROR;

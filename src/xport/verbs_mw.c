@@ -93,6 +93,9 @@ ftw_status_t ftw_verbs_mw_bind(struct ibv_qp *qp, int peer, struct ibv_mr *mr,
         ibv_dealloc_mw(mw);     /* maybe bound: freeing invalidates it */
         return FTW_ST_IO_ERROR;
     }
+    /* The window's current rkey, as ibv_bind_mw keeps it for type 1:
+     * providers (rxe) name the window by it in the next bind. */
+    mw->rkey = rkey;
     ftw_stat_add(FTW_STAT_VERBS_MW_BINDS, 1);
     *mw_p = mw;
     *rkey_p = rkey;
