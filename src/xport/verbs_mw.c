@@ -252,9 +252,13 @@ void ftw_verbs_mw_choose(void)
     if (why == NULL)
         why = mwtest_run(&t, buf, sizeof(buf));
     mwtest_free(&t);
+    /* Not its window either: every window a message gets must be newer
+     * than the QPs (made after this).  A killed process's verbs objects
+     * are destroyed newest first, and rxe (Linux 7.3) waits for good in
+     * destroying a QP that an older type 2 window is still bound to. */
+    ftw_verbs_mw_close();
     ftw_verbs.mw = why == NULL;
     if (why != NULL) {
-        ftw_verbs_mw_close();
         ftw_warn("verbs: no memory windows on %s (%s): peers read through "
                  "the memory regions, %s", ftw_verbs_dev_name(), why,
                  ftw_verbs.mem == FTW_VERBS_MEM_PIN ?
