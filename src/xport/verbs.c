@@ -302,7 +302,7 @@ ftw_status_t ftw_xport_verbs_init(const ftw_xport_peer_t *peers, int npeers,
     if (st == FTW_OK)
         ftw_verbs_mem_choose(loud);
     if (st == FTW_OK && ftw_verbs.mem != FTW_VERBS_MEM_NONE)
-        ftw_verbs_mw_choose();
+        ftw_verbs_mw_choose(self == 0);
     if (st == FTW_OK && ftw_verbs.mem != FTW_VERBS_MEM_NONE)
         ok = local_setup(peers[self].probe_addr) == FTW_OK;
     if (addrs_exchange(ok) != FTW_OK)

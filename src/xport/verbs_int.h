@@ -109,9 +109,10 @@ ftw_status_t ftw_verbs_selftest_qps(struct ibv_qp **qa, struct ibv_qp **qb);
 
 /* verbs_mw.c: memory windows.  ftw_verbs_mw_choose sets ftw_verbs.mw
  * (FTW_VERBS_MW and a self-test: a window bound over this memory mode's
- * MR reads right and refuses a READ once invalidated); it warns once,
- * naming the device and the reason, when windows cannot be used. */
-void ftw_verbs_mw_choose(void);
+ * MR reads right and refuses a READ once invalidated); when windows
+ * cannot be used it says so once, naming the device and the reason (loud:
+ * a warning, else info). */
+void ftw_verbs_mw_choose(int loud);
 
 /* A window over [addr, addr + len) of mr, remote read only, bound through
  * qp (the QP to world rank peer): *mw_p and its rkey *rkey_p. */

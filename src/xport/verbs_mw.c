@@ -236,7 +236,7 @@ static const char *mwtest_run(mwtest_t *t, char *buf, size_t n)
     return NULL;
 }
 
-void ftw_verbs_mw_choose(void)
+void ftw_verbs_mw_choose(int loud)
 {
     mwtest_t t = { 0 };
     const char *why = NULL;
@@ -259,10 +259,11 @@ void ftw_verbs_mw_choose(void)
     ftw_verbs_mw_close();
     ftw_verbs.mw = why == NULL;
     if (why != NULL) {
-        ftw_warn("verbs: no memory windows on %s (%s): peers read through "
-                 "the memory regions, %s", ftw_verbs_dev_name(), why,
-                 ftw_verbs.mem == FTW_VERBS_MEM_PIN ?
-                 "one per message" : "which cover more than each message");
+        ftw_log(loud ? FTW_LOG_WARN : FTW_LOG_INFO, "verbs: no memory "
+                "windows on %s (%s): peers read through the memory regions, "
+                "%s", ftw_verbs_dev_name(), why,
+                ftw_verbs.mem == FTW_VERBS_MEM_PIN ?
+                "one per message" : "which cover more than each message");
         return;
     }
     ftw_verbs_md_tighten();
