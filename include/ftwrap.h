@@ -99,6 +99,20 @@ int FTW_Initialized(int *flag);
 int FTW_Stat_get(const char *key, unsigned long long *value);
 
 /*
+ * FTW_Verbs_reread - for tests of the verbs transport: READ again, with
+ * the key and address the sender's RTS gave, up to 4 KiB of the last
+ * rendezvous message this process pulled by RDMA READ from world rank
+ * world_rank.  Once that message's send has ended, the sender's memory
+ * window is invalidated and the READ must be refused: *refused = 1 (the
+ * QP then goes through the error state and is reconnected); 0 if it read.
+ *
+ * Local.  Only with FTW_VERBS_DEBUG=1 (else MPI_ERR_OTHER).  MPI_ERR_ARG
+ * for a NULL refused, or when nothing was pulled from world_rank over
+ * verbs; FTW_ERR_PROC_FAIL_STOP if world_rank failed.
+ */
+int FTW_Verbs_reread(int world_rank, int *refused);
+
+/*
  * FTW_Comm_group_failed - the processes of comm known to have failed.
  *
  * Local; the answer is what this process knows now, and other processes

@@ -27,6 +27,7 @@
 #include "util/config.h"
 #include "util/log.h"
 #include "util/stats.h"
+#include "xport/xport.h"
 
 static int world_rank = -1;
 
@@ -328,4 +329,25 @@ FTW_EXPORT int FTW_Stat_get(const char *key, unsigned long long *value)
         return MPI_ERR_ARG;
     *value = (unsigned long long)v;
     return MPI_SUCCESS;
+}
+
+FTW_EXPORT int FTW_Verbs_reread(int world_rank, int *refused)
+{
+    int r = 0;
+
+    if (!ftw_cfg.verbs_debug) {
+        ftw_error("FTW_Verbs_reread needs FTW_VERBS_DEBUG=1");
+        return MPI_ERR_OTHER;
+    }
+    if (refused == NULL || !ftw_running)
+        return MPI_ERR_ARG;
+    switch (ftw_xport_verbs_reread(world_rank, &r)) {
+    case FTW_OK:
+        *refused = r;
+        return MPI_SUCCESS;
+    case FTW_ST_PEER_FAILED:
+        return FTW_ERR_PROC_FAIL_STOP;
+    default:
+        return MPI_ERR_ARG;
+    }
 }

@@ -538,9 +538,15 @@ int ftw_rndv_send_op(const void *buf, int count, MPI_Datatype dt, int dest,
     if (xport == FTW_XPORT_ID_SHM && request == NULL &&
         ftw_cfg.xport == FTW_XPORT_AUTO)
         xport = FTW_XPORT_ID_CMA;
-    if (ftw_rndv_send_start(buf, count, dt, count * size, world, xport, tag,
-                            op.native, op.npeer, &s) != FTW_OK)
+    switch (ftw_rndv_send_start(buf, count, dt, count * size, world, xport,
+                                tag, op.native, op.npeer, &s)) {
+    case FTW_OK:
+        break;
+    case FTW_ST_UNSUPPORTED:    /* the transport cannot take it now */
+        return send_native(&op, buf, count, dt, tag, request);
+    default:
         return ftw_raise(comm, MPI_ERR_OTHER, name, -1);
+    }
     send_info(&op, &s);
     if (request != NULL) {
         *request = s.fin_req;

@@ -306,8 +306,15 @@ ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
                                              memory_order_relaxed) %
                                          (unsigned)fin_tag_span),
                         .xport = xport };
-    if (ftw_xport_ops(xport)->expose(world, addr, (size_t)size, s.owned,
-                                     &rts->key) != FTW_OK) {
+    st = ftw_xport_ops(xport)->expose(world, addr, (size_t)size, s.owned,
+                                      &rts->key);
+    if (st == FTW_ST_UNSUPPORTED && xport == FTW_XPORT_ID_VERBS) {
+        /* Its QP is being reconnected: this one goes through the MPI. */
+        free(rts);
+        free(s.owned);
+        return FTW_ST_UNSUPPORTED;
+    }
+    if (st != FTW_OK) {
         if (xport != FTW_XPORT_ID_SHM)
             goto err_free_rts;
         /* No segment (out of memory, memfds): cma needs no exposure. */

@@ -82,7 +82,9 @@ typedef struct {
 } ftw_rndv_send_t;
 
 /* Start a rendezvous send of count dt at buf (size bytes) to world rank
- * world, which is rank npeer of native; the RTS carries tag. */
+ * world, which is rank npeer of native; the RTS carries tag.
+ * FTW_ST_UNSUPPORTED: nothing was sent, the transport cannot take this
+ * message now (verbs: its QP is being reconnected); send it natively. */
 ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
                                  MPI_Datatype dt, MPI_Count size, int world,
                                  int xport, int tag, MPI_Comm native,

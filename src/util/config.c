@@ -131,6 +131,19 @@ static const ftw_cfg_row_t cfg_table[] = {
       "Prefetch the pages of ODP memory regions with ibv_advise_mr before "
       "an RDMA READ (warned once if the device refuses).",
       FTW_CFG_BOOL, FTW_CFG_FIELD(verbs_prefetch), NULL },
+    { "FTW_VERBS_MW", "1",
+      "Give each rendezvous message sent over verbs its own type 2 memory "
+      "window (its bytes only, remote read only, invalidated when the "
+      "receiver's FIN arrives or the send ends otherwise), so that a peer "
+      "can read nothing else of this process; where the device cannot "
+      "(said once at MPI_Init), and with 0, peers read through the memory "
+      "regions themselves.",
+      FTW_CFG_BOOL, FTW_CFG_FIELD(verbs_mw), NULL },
+    { "FTW_VERBS_DEBUG", "0",
+      "Allow FTW_Verbs_reread, a test's second RDMA READ of a message "
+      "already pulled (it must be refused once the sender's window is "
+      "invalidated).",
+      FTW_CFG_BOOL, FTW_CFG_FIELD(verbs_debug), NULL },
 };
 
 static const char *const type_names[] = {

@@ -45,6 +45,8 @@ typedef struct {
     const char *verbs_gid_index; /* FTW_VERBS_GID_INDEX, number or auto */
     int verbs_fallback;     /* FTW_VERBS_FALLBACK: ftw_verbs_fallback_t */
     int verbs_prefetch;     /* FTW_VERBS_PREFETCH */
+    int verbs_mw;           /* FTW_VERBS_MW */
+    int verbs_debug;        /* FTW_VERBS_DEBUG */
 } ftw_config_t;
 
 /* FTW_IDLE values, in the order of the table's names. */

@@ -38,6 +38,11 @@
     _(VERBS_ODP_ALIGNED, "verbs_odp_aligned", "1: ODP READs start page-aligned (bounce)") \
     _(VERBS_PIN,      "verbs_pin",      "1: verbs memory is pinned per message") \
     _(VERBS_MR_REGS,  "verbs_mr_regs",  "verbs memory regions registered") \
+    _(VERBS_MW,       "verbs_mw",       "1: each verbs message has its own memory window") \
+    _(VERBS_MW_BINDS, "verbs_mw_binds", "memory windows bound (one per message)") \
+    _(VERBS_MW_INVALIDATED, "verbs_mw_invalidated", "memory windows invalidated (LOCAL_INV)") \
+    _(VERBS_MW_DEALLOCATED, "verbs_mw_deallocated", "memory windows freed because LOCAL_INV could not run") \
+    _(VERBS_RECONNECTS, "verbs_reconnects", "QPs reconnected after the error state") \
     _(RNDV_NATIVE,    "rndv_native",    "large messages sent natively")  \
     _(RNDV_NATIVE_BYTES, "rndv_native_bytes", "bytes of those")         \
     _(RNDV_TRUNCATED, "rndv_truncated", "rendezvous messages truncated") \

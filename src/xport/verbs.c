@@ -15,7 +15,8 @@
  * the eager one costs n-1 QPs per process (fine for the jobs ftwrap sees).
  *
  * Memory: see verbs_md.c; whether ODP is trusted: verbs_odp.c; QPs,
- * READ and its completion: verbs_ep.c.
+ * READ and its completion: verbs_ep.c; a window per message: verbs_mw.c;
+ * a QP brought back from the error state: verbs_conn.c.
  */
 #define _GNU_SOURCE
 #include "xport/verbs_int.h"
@@ -35,15 +36,18 @@
 #include "util/stats.h"
 
 #define BOUNCE_LEN (4u << 20)   /* page-aligned READs land here first */
+#define RECONNECT_SECS 5        /* a pull waits this long for its QP */
+#define EXPOSE_WAIT_SECS 1      /* a send, before it goes native */
+#define REREAD_MAX 4096         /* bytes FTW_Verbs_reread reads again */
 
 ftw_verbs_iface_t ftw_verbs;
 
 static struct {
     int n, self;
     struct ibv_qp **qp;         /* [n], NULL for self */
-    uint8_t *ok;                /* [n] peer connected */
-    uint8_t *dead;              /* [n] QP in error (flushed) */
+    uint8_t *ok;                /* [n] peer connected at MPI_Init */
     uint32_t *probe_rkey;       /* [n] */
+    struct { uint64_t addr; uint32_t key; uint32_t len; } *last; /* [n] */
     struct ibv_mr *probe_mr;    /* this process's probe word */
     pthread_mutex_t lock;       /* one pull at a time on the shared CQ */
 } vb = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -135,6 +139,8 @@ static ftw_status_t port_query(void)
     if (ftw_verbs.rd_atom == 0)
         ftw_verbs.rd_atom = 1;
     ftw_verbs.odp_caps = dx.odp_caps.general_caps;
+    ftw_verbs.max_mw = dx.orig_attr.max_mw;
+    ftw_verbs.mw_bind = ftw_cfg.verbs_mw && ftw_verbs.max_mw > 0;
     ftw_verbs.rc_odp_caps = dx.odp_caps.per_transport_caps.rc_odp_caps;
     ftw_verbs.gid_index = gid_pick(pa.gid_tbl_len);
     if (ibv_query_gid(ftw_verbs.ctx, ftw_verbs.port, ftw_verbs.gid_index,
@@ -197,14 +203,19 @@ static ftw_status_t local_setup(uint64_t probe_addr)
     for (int i = 0; i < vb.n; i++)
         if (i != vb.self && (vb.qp[i] = ftw_verbs_qp_create()) == NULL)
             return FTW_ST_IO_ERROR;
-    return ftw_verbs_mr_reg((void *)p, page, FTW_VERBS_MR_REMOTE,
+    return ftw_verbs_mr_reg((void *)p, page, FTW_VERBS_MR_PROBE,
                             ftw_verbs.mem == FTW_VERBS_MEM_PIN ?
                             FTW_VERBS_MEM_PIN : FTW_VERBS_MEM_ODP,
                             &vb.probe_mr);
 }
 
+static void held_drop_all(void);
+
 static void local_teardown(void)
 {
+    held_drop_all();
+    ftw_verbs_mw_close();
+    ftw_verbs_conn_fini();
     for (int i = 0; vb.qp != NULL && i < vb.n; i++)
         if (vb.qp[i] != NULL)
             ibv_destroy_qp(vb.qp[i]);
@@ -214,11 +225,12 @@ static void local_teardown(void)
     iface_close();
     free(vb.qp);
     free(vb.ok);
-    free(vb.dead);
     free(vb.probe_rkey);
+    free(vb.last);
     vb.qp = NULL;
-    vb.ok = vb.dead = NULL;
+    vb.ok = NULL;
     vb.probe_rkey = NULL;
+    vb.last = NULL;
 }
 
 /* Connect to every peer that is ready; *addrs: every process's record. */
@@ -231,7 +243,10 @@ static void peers_connect(const char *addrs, size_t rec)
         if (i == vb.self || !a->ok)
             continue;
         vb.probe_rkey[i] = a->probe_rkey;
-        vb.ok[i] = ftw_verbs_qp_connect(vb.qp[i], a, qpn[vb.self]) == FTW_OK;
+        vb.ok[i] = ftw_verbs_qp_connect(vb.qp[i], a, qpn[vb.self],
+                                        ftw_verbs.psn) == FTW_OK;
+        if (vb.ok[i])
+            ftw_verbs_conn_peer(i, vb.qp[i], a, qpn[vb.self]);
     }
 }
 
@@ -275,15 +290,19 @@ ftw_status_t ftw_xport_verbs_init(const ftw_xport_peer_t *peers, int npeers,
     vb.self = self;
     vb.qp = calloc((size_t)npeers, sizeof(*vb.qp));
     vb.ok = calloc((size_t)npeers, 1);
-    vb.dead = calloc((size_t)npeers, 1);
     vb.probe_rkey = calloc((size_t)npeers, sizeof(*vb.probe_rkey));
+    vb.last = calloc((size_t)npeers, sizeof(*vb.last));
     if (getrandom(&ftw_verbs.psn, sizeof(ftw_verbs.psn), 0) != (ssize_t)sizeof(ftw_verbs.psn))
         ftw_verbs.psn = (uint32_t)getpid();
     ftw_verbs.psn &= 0xffffff;
-    st = vb.qp && vb.ok && vb.dead && vb.probe_rkey ? iface_open(loud)
-                                                   : FTW_ST_NO_MEMORY;
+    st = vb.qp && vb.ok && vb.probe_rkey && vb.last ? iface_open(loud)
+                                                    : FTW_ST_NO_MEMORY;
+    if (ftw_verbs_conn_init(npeers) != FTW_OK)    /* collective */
+        st = FTW_ST_NO_MEMORY;
     if (st == FTW_OK)
         ftw_verbs_mem_choose(loud);
+    if (st == FTW_OK && ftw_verbs.mem != FTW_VERBS_MEM_NONE)
+        ftw_verbs_mw_choose(self == 0);
     if (st == FTW_OK && ftw_verbs.mem != FTW_VERBS_MEM_NONE)
         ok = local_setup(peers[self].probe_addr) == FTW_OK;
     if (addrs_exchange(ok) != FTW_OK)
@@ -296,6 +315,9 @@ ftw_status_t ftw_xport_verbs_init(const ftw_xport_peer_t *peers, int npeers,
         ftw_stat_add(FTW_STAT_VERBS_ODP_ALIGNED,
                      (uint64_t)(ftw_verbs.odp_aligned &&
                                 ftw_verbs.mem != FTW_VERBS_MEM_PIN));
+        ftw_stat_add(FTW_STAT_VERBS_MW, (uint64_t)ftw_verbs.mw);
+        /* One for the HELLOs: the transport's progress runs for good. */
+        ftw_xport_exposed_add(&ftw_xport_verbs_held, 1);
         return FTW_OK;
     }
     if (st == FTW_OK && ftw_verbs.mem == FTW_VERBS_MEM_NONE) {
@@ -311,6 +333,8 @@ void ftw_xport_verbs_fini(void)
 {
     pthread_mutex_lock(&vb.lock);
     local_teardown();
+    if (atomic_load(&ftw_xport_verbs_held) > 0)
+        ftw_xport_exposed_add(&ftw_xport_verbs_held, -1);
     pthread_mutex_unlock(&vb.lock);
 }
 
@@ -329,12 +353,14 @@ static ftw_status_t peer_read(int peer, uint64_t addr, uint32_t rkey,
 
     if (vb.qp == NULL || peer < 0 || peer >= vb.n || !vb.ok[peer])
         return FTW_ST_UNSUPPORTED;
-    if (vb.dead[peer])
-        return ftw_detect_is_failed(peer) ? FTW_ST_PEER_FAILED
-                                          : FTW_ST_IO_ERROR;
+    /* A QP being reconnected: the sender waits for this pull's FIN, so
+     * it answers the HELLO from its wait. */
+    if (!ftw_verbs_conn_ready(peer) &&
+        (st = ftw_verbs_conn_wait(peer, RECONNECT_SECS)) != FTW_OK)
+        return st;
     st = ftw_verbs_read(vb.qp[peer], peer, addr, rkey, local, mr->lkey, len);
     if (st != FTW_OK)
-        vb.dead[peer] = 1;      /* in the error state, flushed */
+        ftw_verbs_conn_lost(peer, "a READ failed"); /* flushed */
     return st;
 }
 
@@ -375,6 +401,11 @@ static ftw_status_t verbs_pull_key(int peer, uint64_t addr, uint64_t key,
               "into %p", len, (unsigned long long)addr,
               (unsigned long long)key, peer, local);
     pthread_mutex_lock(&vb.lock);
+    if (vb.last != NULL && peer >= 0 && peer < vb.n) {
+        vb.last[peer].addr = addr;
+        vb.last[peer].key = (uint32_t)key;
+        vb.last[peer].len = (uint32_t)(len < REREAD_MAX ? len : REREAD_MAX);
+    }
     if (ftw_verbs.odp_aligned) {
         st = pull_aligned(peer, addr, (uint32_t)key, local, len);
     } else {
@@ -407,67 +438,175 @@ static ftw_status_t verbs_reach(int peer, const ftw_xport_peer_t *p)
     return st;
 }
 
-/* Registrations held for sends in flight (FTW_VERBS_FALLBACK=pin): a
- * send's owner block and its memory region, released when the send
- * ends (ftw_rndv_send_end), whatever way. */
+/* What sends in flight hold: a per-message registration (pin), a window
+ * (FTW_VERBS_MW), or both; each send's owner block, released when the
+ * send ends (ftw_rndv_send_end), whatever way.  The word counts them, and
+ * one more while verbs is up (the reconnection's progress). */
 typedef struct {
     const void *owner;
-    struct ibv_mr *mr;
+    struct ibv_mr *mr;          /* pin: this message's own */
+    struct ibv_mw *mw;
+    uint32_t rkey;              /* the window's */
+    int peer;
 } held_t;
 
 static held_t *held;
-static int held_cap;
+static int held_n, held_cap;
 _Atomic int ftw_xport_verbs_held;
 
-static int held_add(const void *owner, struct ibv_mr *mr)
+static int held_add(const held_t *h)
 {
-    if (ftw_xport_verbs_held == held_cap) {
+    if (held_n == held_cap) {
         int cap = held_cap ? 2 * held_cap : 16;
-        held_t *h = realloc(held, sizeof(*h) * (size_t)cap);
+        held_t *a = realloc(held, sizeof(*a) * (size_t)cap);
 
-        if (h == NULL)
+        if (a == NULL)
             return -1;
-        held = h;
+        held = a;
         held_cap = cap;
     }
-    held[ftw_xport_verbs_held] = (held_t){ .owner = owner, .mr = mr };
+    held[held_n++] = *h;
     ftw_xport_exposed_add(&ftw_xport_verbs_held, 1);
     return 0;
 }
 
+/* The window goes (LOCAL_INV on the peer's QP, or freed), then the
+ * registration under it. */
+static void held_drop(held_t *h)
+{
+    if (h->mw != NULL) {
+        int up = ftw_verbs_conn_ready(h->peer);
+
+        if (ftw_verbs_mw_unbind(up ? vb.qp[h->peer] : NULL, h->peer, h->mw,
+                                h->rkey) != 0)
+            ftw_verbs_conn_lost(h->peer, "LOCAL_INV failed");
+    }
+    ftw_verbs_mr_put(h->mr);
+}
+
+static void held_drop_all(void)
+{
+    for (int i = 0; i < held_n; i++)
+        held_drop(&held[i]);
+    if (held_n > 0)
+        ftw_xport_exposed_add(&ftw_xport_verbs_held, -held_n);
+    held_n = 0;
+    free(held);
+    held = NULL;
+    held_cap = 0;
+}
+
+/* The key a receiver reads [addr, addr + len) with, through mr: a window
+ * bound on the QP to peer, from the page boundary below addr when READs
+ * start there (pull_aligned), or the MR's own rkey. */
+static ftw_status_t expose_key(int peer, uint64_t addr, size_t len,
+                               struct ibv_mr *mr, held_t *h)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t from = ftw_verbs.odp_aligned ? addr & ~(page - 1) : addr;
+
+    if (!ftw_verbs.mw) {
+        h->rkey = mr->rkey;
+        return FTW_OK;
+    }
+    /* A bind that fails finds the QP in the error state (the peer's
+     * HELLO may not be here yet): reconnect, bind again once. */
+    for (int again = 0; again < 2; again++) {
+        if (ftw_verbs_mw_bind(vb.qp[peer], peer, mr, from,
+                              len + (addr - from), &h->mw,
+                              &h->rkey) == FTW_OK)
+            return FTW_OK;
+        ftw_verbs_conn_lost(peer, "BIND_MW failed");
+        if (ftw_verbs_conn_wait(peer, EXPOSE_WAIT_SECS) != FTW_OK)
+            break;
+    }
+    return FTW_ST_UNSUPPORTED;
+}
+
+/* FTW_ST_UNSUPPORTED: the QP to peer is being reconnected (a second, at
+ * most: the receiver answers from its MPI calls) or could not bind: this
+ * message goes through the MPI. */
 static ftw_status_t verbs_expose(int peer, uint64_t addr, size_t len,
                                  const void *owner, int32_t *key_p)
 {
+    held_t h = { .owner = owner, .peer = peer };
     struct ibv_mr *mr;
     ftw_status_t st;
 
-    (void)peer;
+    if (vb.qp == NULL || peer < 0 || peer >= vb.n || !vb.ok[peer])
+        return FTW_ST_UNSUPPORTED;
     pthread_mutex_lock(&vb.lock);
+    ftw_verbs_conn_serve();     /* the receiver's QP failed: it said so */
+    if (!ftw_verbs_conn_ready(peer) &&
+        ftw_verbs_conn_wait(peer, EXPOSE_WAIT_SECS) != FTW_OK) {
+        pthread_mutex_unlock(&vb.lock);
+        return FTW_ST_UNSUPPORTED;
+    }
     st = ftw_verbs_mr_get((const void *)(uintptr_t)addr, len,
                           FTW_VERBS_MR_REMOTE, &mr);
-    if (st == FTW_OK && ftw_verbs.mem == FTW_VERBS_MEM_PIN &&
-        held_add(owner, mr) != 0) {
-        ftw_verbs_mr_put(mr);
+    if (st == FTW_OK) {
+        st = expose_key(peer, addr, len, mr, &h);
+        h.mr = ftw_verbs.mem == FTW_VERBS_MEM_PIN ? mr : NULL;
+        if (st != FTW_OK)
+            ftw_verbs_mr_put(mr);
+    }
+    if (st == FTW_OK && (h.mr != NULL || h.mw != NULL) && held_add(&h) != 0) {
+        held_drop(&h);
         st = FTW_ST_NO_MEMORY;
     }
     pthread_mutex_unlock(&vb.lock);
     if (st != FTW_OK)
         return st;
-    *key_p = (int32_t)mr->rkey;
+    *key_p = (int32_t)h.rkey;
     return FTW_OK;
 }
 
 static void verbs_release(const void *owner)
 {
     pthread_mutex_lock(&vb.lock);
-    for (int i = 0; i < ftw_xport_verbs_held; i++)
+    for (int i = 0; i < held_n; i++)
         if (held[i].owner == owner) {
-            ftw_verbs_mr_put(held[i].mr);
-            held[i] = held[ftw_xport_verbs_held - 1];
+            held_drop(&held[i]);
+            held[i] = held[--held_n];
             ftw_xport_exposed_add(&ftw_xport_verbs_held, -1);
             break;
         }
     pthread_mutex_unlock(&vb.lock);
+}
+
+/* Answer the peers' reconnection HELLOs, now and then. */
+static void verbs_progress(void)
+{
+    static _Atomic unsigned turn;
+
+    if ((atomic_fetch_add_explicit(&turn, 1, memory_order_relaxed) & 7) != 0 ||
+        pthread_mutex_trylock(&vb.lock) != 0)
+        return;
+    if (vb.qp != NULL)
+        ftw_verbs_conn_serve();
+    pthread_mutex_unlock(&vb.lock);
+}
+
+ftw_status_t ftw_xport_verbs_reread(int peer, int *refused_p)
+{
+    static char scratch[REREAD_MAX];
+    ftw_status_t st;
+    uint64_t addr;
+    uint32_t key, len;
+
+    if (vb.qp == NULL || vb.last == NULL || peer < 0 || peer >= vb.n ||
+        peer == vb.self || vb.last[peer].key == 0)
+        return FTW_ST_INVALID_PARAM;
+    pthread_mutex_lock(&vb.lock);
+    addr = vb.last[peer].addr;
+    key = vb.last[peer].key;
+    len = vb.last[peer].len;
+    pthread_mutex_unlock(&vb.lock);
+    st = verbs_pull_key(peer, addr, key, scratch, len);
+    if (st == FTW_ST_PEER_FAILED || st == FTW_ST_UNSUPPORTED)
+        return st;
+    *refused_p = st != FTW_OK;
+    return FTW_OK;
 }
 
 static ftw_status_t verbs_pull(const ftw_xport_src_t *src, uint64_t addr,
@@ -482,6 +621,7 @@ const ftw_xport_ops_t ftw_xport_verbs_ops = {
     .pull = verbs_pull,
     .expose = verbs_expose,
     .release = verbs_release,
+    .progress = verbs_progress,
     .exposed = &ftw_xport_verbs_held,
     .fallback = FTW_XPORT_ID_NATIVE,
 };

@@ -16,6 +16,25 @@
 #define READ_MAX (1u << 30)     /* bytes per READ work request */
 #define STALL_SECS 30           /* a READ that makes no progress: error */
 
+/* qp (just made, or reset) to INIT: remote READ, and type 2 windows bound
+ * through it when they are in use. */
+static int qp_init(struct ibv_qp *qp)
+{
+    struct ibv_qp_attr init = {
+        .qp_state = IBV_QPS_INIT, .port_num = ftw_verbs.port,
+        .qp_access_flags = IBV_ACCESS_REMOTE_READ |
+                           (ftw_verbs.mw_bind ? IBV_ACCESS_MW_BIND : 0),
+    };
+
+    if (ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                      IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) {
+        ftw_warn_sparse("verbs: ibv_modify_qp(%s, INIT): %m",
+                        ftw_verbs_dev_name());
+        return -1;
+    }
+    return 0;
+}
+
 struct ibv_qp *ftw_verbs_qp_create(void)
 {
     struct ibv_qp_init_attr a = {
@@ -24,28 +43,35 @@ struct ibv_qp *ftw_verbs_qp_create(void)
                  .max_send_sge = 1, .max_recv_sge = 1 },
         .qp_type = IBV_QPT_RC, .sq_sig_all = 1,
     };
-    struct ibv_qp_attr init = {
-        .qp_state = IBV_QPS_INIT, .port_num = ftw_verbs.port,
-        .qp_access_flags = IBV_ACCESS_REMOTE_READ,
-    };
     struct ibv_qp *qp = ibv_create_qp(ftw_verbs.pd, &a);
 
     if (qp == NULL) {
         ftw_warn("verbs: ibv_create_qp(%s, RC): %m", ftw_verbs_dev_name());
         return NULL;
     }
-    if (ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                      IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) {
-        ftw_warn("verbs: ibv_modify_qp(%s, INIT): %m", ftw_verbs_dev_name());
+    if (qp_init(qp) != 0) {
         ibv_destroy_qp(qp);
         return NULL;
     }
     return qp;
 }
 
-/* INIT -> RTR -> RTS towards the QP qpn of the process that sent a. */
+ftw_status_t ftw_verbs_qp_reset(struct ibv_qp *qp)
+{
+    struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+
+    if (ibv_modify_qp(qp, &a, IBV_QP_STATE) != 0) {
+        ftw_warn_sparse("verbs: ibv_modify_qp(%s, RESET): %m",
+                        ftw_verbs_dev_name());
+        return FTW_ST_IO_ERROR;
+    }
+    return qp_init(qp) == 0 ? FTW_OK : FTW_ST_IO_ERROR;
+}
+
+/* INIT -> RTR -> RTS towards the QP qpn of the process that sent a (its
+ * first PSN a->psn), this side's first PSN sq_psn. */
 ftw_status_t ftw_verbs_qp_connect(struct ibv_qp *qp, const ftw_verbs_addr_t *a,
-                               uint32_t qpn)
+                                  uint32_t qpn, uint32_t sq_psn)
 {
     struct ibv_qp_attr rtr = {
         .qp_state = IBV_QPS_RTR, .dest_qp_num = qpn,
@@ -63,7 +89,7 @@ ftw_status_t ftw_verbs_qp_connect(struct ibv_qp *qp, const ftw_verbs_addr_t *a,
      * timed out at 14, 67 ms). */
     struct ibv_qp_attr rts = {
         .qp_state = IBV_QPS_RTS, .timeout = 18, .retry_cnt = 7,
-        .rnr_retry = 7, .sq_psn = ftw_verbs.psn, .max_rd_atomic = ftw_verbs.rd_atom,
+        .rnr_retry = 7, .sq_psn = sq_psn, .max_rd_atomic = ftw_verbs.rd_atom,
     };
 
     memcpy(rtr.ah_attr.grh.dgid.raw, a->gid, sizeof(a->gid));
@@ -135,6 +161,17 @@ static double secs_since(const struct timespec *t0)
            (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
 }
 
+/* What a completion was for; an error completion's opcode is undefined. */
+static const char *wc_opcode_name(enum ibv_wc_opcode op)
+{
+    switch (op) {
+    case IBV_WC_RDMA_READ: return "RDMA READ";
+    case IBV_WC_BIND_MW: return "BIND_MW";
+    case IBV_WC_LOCAL_INV: return "LOCAL_INV";
+    default: return "a work request";
+    }
+}
+
 /* Count the n completions in wc; the first error sets *st_p. */
 static int wc_check(const struct ibv_wc *wc, int n, int peer,
                     ftw_status_t *st_p)
@@ -142,10 +179,13 @@ static int wc_check(const struct ibv_wc *wc, int n, int peer,
     for (int i = 0; i < n; i++) {
         if (wc[i].status == IBV_WC_SUCCESS || *st_p != FTW_OK)
             continue;
+        ftw_verbs.last_wc_status = wc[i].status;
         *st_p = FTW_ST_IO_ERROR;
         if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
-            ftw_warn_sparse("verbs: RDMA READ from world rank %d on %s: %s",
-                            peer, ftw_verbs_dev_name(), ibv_wc_status_str(wc[i].status));
+            ftw_log_sparse(peer < 0 ? FTW_LOG_INFO : FTW_LOG_WARN,"verbs: %s on the QP to world rank %d on %s: "
+                            "%s (%d)", wc_opcode_name(wc[i].opcode), peer,
+                            ftw_verbs_dev_name(),
+                            ibv_wc_status_str(wc[i].status), wc[i].status);
     }
     return n;
 }
@@ -242,4 +282,19 @@ ftw_status_t ftw_verbs_read(struct ibv_qp *qp, int peer, uint64_t raddr,
             st = FTW_ST_IO_ERROR;
     }
     return st;
+}
+
+ftw_status_t ftw_verbs_post_one(struct ibv_qp *qp, int peer,
+                                struct ibv_send_wr *wr)
+{
+    struct ibv_send_wr *bad;
+    int rc = ibv_post_send(qp, wr, &bad);
+
+    if (rc != 0) {
+        errno = rc;
+        ftw_warn_sparse("verbs: ibv_post_send(%s, opcode %d) to world rank "
+                        "%d: %m", ftw_verbs_dev_name(), wr->opcode, peer);
+        return FTW_ST_IO_ERROR;
+    }
+    return cq_wait(qp, peer, 1);
 }

@@ -39,10 +39,13 @@ static int cache_n[FTW_VERBS_MR_KINDS];
 static uint64_t use_clock;
 static struct ibv_mr *implicit_mr;
 
+/* A sender's MR grants REMOTE_READ itself, or, with windows, only the
+ * binding of windows (which grant it, message by message). */
 static int mr_access(ftw_verbs_mr_kind_t kind, ftw_verbs_mem_t mode)
 {
-    int a = kind == FTW_VERBS_MR_REMOTE ? IBV_ACCESS_REMOTE_READ
-                                        : IBV_ACCESS_LOCAL_WRITE;
+    int a = kind == FTW_VERBS_MR_LOCAL ? IBV_ACCESS_LOCAL_WRITE :
+            kind == FTW_VERBS_MR_REMOTE && ftw_verbs.mw ? IBV_ACCESS_MW_BIND :
+            IBV_ACCESS_REMOTE_READ;
 
     return mode == FTW_VERBS_MEM_PIN ? a : a | IBV_ACCESS_ON_DEMAND;
 }
@@ -56,8 +59,9 @@ ftw_status_t ftw_verbs_mr_reg(const void *addr, size_t len,
 
     if (mr == NULL) {
         ftw_warn_sparse("ibv_reg_mr(%p, %zu, %s%s) on %s: %m", addr, len,
-                        kind == FTW_VERBS_MR_REMOTE ? "REMOTE_READ"
-                                                    : "LOCAL_WRITE",
+                        kind == FTW_VERBS_MR_LOCAL ? "LOCAL_WRITE" :
+                        kind == FTW_VERBS_MR_REMOTE && ftw_verbs.mw ?
+                        "MW_BIND" : "REMOTE_READ",
                         mode == FTW_VERBS_MEM_PIN ? "" : "|ON_DEMAND",
                         ibv_get_device_name(ftw_verbs.ctx->device));
         return FTW_ST_IO_ERROR;
@@ -75,7 +79,8 @@ ftw_status_t ftw_verbs_md_open(void)
      * and LOCAL_WRITE for this process's own READs. */
     implicit_mr = ibv_reg_mr(ftw_verbs.pd, NULL, SIZE_MAX,
                              IBV_ACCESS_ON_DEMAND | IBV_ACCESS_REMOTE_READ |
-                             IBV_ACCESS_LOCAL_WRITE);
+                             IBV_ACCESS_LOCAL_WRITE |
+                             (ftw_verbs.mw_bind ? IBV_ACCESS_MW_BIND : 0));
     if (implicit_mr == NULL) {
         ftw_info("implicit ODP ibv_reg_mr(NULL, SIZE_MAX) on %s: %m; using "
                  "explicit ODP memory regions",
@@ -83,6 +88,24 @@ ftw_status_t ftw_verbs_md_open(void)
         ftw_verbs.mem = FTW_VERBS_MEM_ODP;
     }
     return FTW_OK;
+}
+
+void ftw_verbs_md_tighten(void)
+{
+    struct ibv_mr *mr;
+
+    if (implicit_mr == NULL)
+        return;
+    mr = ibv_reg_mr(ftw_verbs.pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND |
+                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+    if (mr == NULL) {
+        ftw_warn("verbs: implicit ODP ibv_reg_mr(NULL, SIZE_MAX, MW_BIND) "
+                 "on %s: %m; its REMOTE_READ stays (its rkey is never "
+                 "sent)", ibv_get_device_name(ftw_verbs.ctx->device));
+        return;
+    }
+    ibv_dereg_mr(implicit_mr);
+    implicit_mr = mr;
 }
 
 void ftw_verbs_md_close(void)

@@ -53,8 +53,7 @@ static long selftest_check(const char *map, size_t half, const char *src,
     return LONG_MIN;
 }
 
-/* Two QPs of this process, connected to each other. */
-static ftw_status_t selftest_qps(struct ibv_qp **qa, struct ibv_qp **qb)
+ftw_status_t ftw_verbs_selftest_qps(struct ibv_qp **qa, struct ibv_qp **qb)
 {
     ftw_verbs_addr_t me;
 
@@ -63,8 +62,8 @@ static ftw_status_t selftest_qps(struct ibv_qp **qa, struct ibv_qp **qb)
     if (*qa == NULL || *qb == NULL)
         return FTW_ST_IO_ERROR;
     ftw_verbs_addr_fill(&me, 1, 0);
-    if (ftw_verbs_qp_connect(*qa, &me, (*qb)->qp_num) != FTW_OK ||
-        ftw_verbs_qp_connect(*qb, &me, (*qa)->qp_num) != FTW_OK)
+    if (ftw_verbs_qp_connect(*qa, &me, (*qb)->qp_num, me.psn) != FTW_OK ||
+        ftw_verbs_qp_connect(*qb, &me, (*qa)->qp_num, me.psn) != FTW_OK)
         return FTW_ST_IO_ERROR;
     return FTW_OK;
 }
@@ -97,7 +96,7 @@ static ftw_status_t selftest_read(ftw_verbs_mem_t mode, size_t soff,
     dst = map + half + page + doff;
     for (size_t i = 0; i < SELFTEST_LEN; i++)
         src[i] = (char)(i * 131 + i / 4096 + 7);
-    st = selftest_qps(&qa, &qb);
+    st = ftw_verbs_selftest_qps(&qa, &qb);
     if (st == FTW_OK)
         st = selftest_mrs(map, half, mode, &smr, &dmr);
     if (st == FTW_OK)

@@ -69,8 +69,11 @@ void ftw_xport_release_none(const void *owner)
     (void)owner;
 }
 
-/* Read by peers' probes: it must live as long as the process. */
-static volatile uint64_t probe_word;
+/* Read by peers' probes: it must live as long as the process.  Alone on
+ * its page: verbs opens that whole page to remote reads. */
+static volatile uint64_t probe_page[4096 / sizeof(uint64_t)]
+    __attribute__((aligned(4096)));
+#define probe_word (probe_page[0])
 
 static ftw_xport_peer_t *peers;
 static signed char *chosen;     /* [world size] ftw_xport_id_t, -1 unknown */

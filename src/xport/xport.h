@@ -124,7 +124,8 @@ void ftw_xport_release(const void *owner);
 
 extern const ftw_xport_ops_t ftw_xport_verbs_ops;
 
-/* Registrations verbs holds for sends in flight (pin fallback): while
+/* What verbs holds for sends in flight (a window, a pinned registration),
+ * plus one while verbs is up (its progress answers reconnections): while
  * nonzero, a send's end is told to verbs as well. */
 extern _Atomic int ftw_xport_verbs_held;
 
@@ -137,6 +138,12 @@ void ftw_xport_verbs_fini(void);
 /* Nonzero if verbs is up here but its memory (ODP refused, no pinning
  * allowed) sends its messages through the MPI. */
 int ftw_xport_verbs_native(void);
+
+/* FTW_Verbs_reread: READ again (at most 4 KiB of) the last message this
+ * process pulled from world rank peer, with the key its RTS gave;
+ * *refused_p: 1 if the READ failed (the QP then reconnects), 0 if it
+ * read.  FTW_ST_INVALID_PARAM: nothing pulled from peer over verbs. */
+ftw_status_t ftw_xport_verbs_reread(int peer, int *refused_p);
 
 /* The word a peer's probe read must find: derived from the pid. */
 static inline uint64_t ftw_xport_probe_value(int32_t pid)
