@@ -708,34 +708,36 @@ RNDV_SENDS = {"Send", "Ssend", "Rsend", "Isend", "Issend", "Irsend"}
 RNDV_PSENDS = {"Send_init", "Ssend_init", "Rsend_init"}
 
 
-def rndv_psend(f, n, kind):
-    """Large persistent sends go to the rendezvous core while it is on."""
-    base, sfx = base_and_suffix(f)
-    if base not in RNDV_PSENDS:
-        return ""
+def rndv_divert(f, n, call):
+    """The test that sends a large message to the rendezvous core while it
+    is on (a large-count one too, while its count fits an int), and the
+    call that does: call(args) gets the send's arguments, the count an
+    int."""
+    sfx = base_and_suffix(f)[1]
     fits = " && %s <= INT_MAX" % n[1] if sfx else ""
     count = "(int)%s" % n[1] if sfx else n[1]
     return ("    if (ftw_unlikely(ftw_rndv_min != 0)%s &&\n"
             "        ftw_send_rndv(%s, %s))\n"
-            "        return ftw_rndv_psend_init(%s, %s, \"%s\", %s, "
-            "PMPI_%s);\n"
-            % (fits, n[1], n[2], ", ".join([n[0], count] + n[2:6]), kind,
-               f.name, n[6], base))
+            "        return %s;\n"
+            % (fits, n[1], n[2], call(", ".join([n[0], count] + n[2:6]))))
+
+
+def rndv_psend(f, n, kind):
+    """Large persistent sends go to the rendezvous core while it is on."""
+    base = base_and_suffix(f)[0]
+    if base not in RNDV_PSENDS:
+        return ""
+    return rndv_divert(f, n, lambda args: "ftw_rndv_psend_init(%s, %s, "
+                       "\"%s\", %s, PMPI_%s)" % (args, kind, f.name, n[6],
+                                                  base))
 
 
 def rndv_send(f, n, kind, request):
-    """Large sends go to the rendezvous core while it is on (a large-count
-    send too, while its count fits an int)."""
-    base, sfx = base_and_suffix(f)
-    if base not in RNDV_SENDS:
+    """Large sends go to the rendezvous core while it is on."""
+    if base_and_suffix(f)[0] not in RNDV_SENDS:
         return ""
-    fits = " && %s <= INT_MAX" % n[1] if sfx else ""
-    count = "(int)%s" % n[1] if sfx else n[1]
-    return ("    if (ftw_unlikely(ftw_rndv_min != 0)%s &&\n"
-            "        ftw_send_rndv(%s, %s))\n"
-            "        return ftw_rndv_send_op(%s, %s, \"%s\", %s);\n"
-            % (fits, n[1], n[2], ", ".join([n[0], count] + n[2:6]), kind,
-               f.name, request))
+    return rndv_divert(f, n, lambda args: "ftw_rndv_send_op(%s, %s, \"%s\", "
+                       "%s)" % (args, kind, f.name, request))
 
 
 def body_send(f):

@@ -24,18 +24,6 @@ static const size_t sizes[NSIZES] = { 0, 1, 1000, 65536, MAXLEN };
 static int rank, nprocs;
 static unsigned char *sbuf, *rbuf;
 
-static int mpi_ok(int rc, const char *what)
-{
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-
-    if (rc == MPI_SUCCESS)
-        return 1;
-    MPI_Error_string(rc, msg, &len);
-    tap_diag("%s failed: %s", what, msg);
-    return 0;
-}
-
 /* A distinct pattern seed for each message of each test. */
 static uint64_t seed_of(int test, int src, int dst, int idx)
 {

@@ -27,18 +27,6 @@ static const size_t sizes[NSIZES] = { 0, 1, 1000, 65536, MAXLEN };
 
 static int rank, nprocs;
 
-static int mpi_ok(int rc, const char *what)
-{
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-
-    if (rc == MPI_SUCCESS)
-        return 1;
-    MPI_Error_string(rc, msg, &len);
-    tap_diag("%s failed: %s", what, msg);
-    return 0;
-}
-
 static uint64_t seed_of(int test, int src, int dst, int idx)
 {
     return ((uint64_t)test << 48) | ((uint64_t)src << 36) |

@@ -57,18 +57,6 @@ static uint64_t seed_of(int test, int a, int it)
     return ((uint64_t)test << 48) | ((uint64_t)a << 24) | (uint64_t)it;
 }
 
-static int ok_rc(int rc, const char *what)
-{
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-
-    if (rc == MPI_SUCCESS)
-        return 1;
-    MPI_Error_string(rc, msg, &len);
-    tap_diag("%s failed: %s", what, msg);
-    return 0;
-}
-
 static int have_mode(enum mode m)
 {
 #if MPI_VERSION >= 4
@@ -182,34 +170,34 @@ static int rounds(enum mode m, size_t len)
     int ok = 1, token = 0;
 
     if (rank == 0) {
-        ok &= ok_rc(send_init(m, sbuf, len, &req), mode_name[m]);
+        ok &= mpi_ok(send_init(m, sbuf, len, &req), mode_name[m]);
         held = req;
         for (int it = 0; ok && it < ITERS; it++) {
             if (m == RSEND)
-                ok &= ok_rc(MPI_Recv(&token, 1, MPI_INT, 1, TOKEN_TAG,
+                ok &= mpi_ok(MPI_Recv(&token, 1, MPI_INT, 1, TOKEN_TAG,
                                      MPI_COMM_WORLD, MPI_STATUS_IGNORE),
                             "MPI_Recv(token)");
             tap_fill(sbuf, len, seed_of(1 + m, (int)len, it));
-            ok &= ok_rc(MPI_Start(&req), "MPI_Start");
-            ok &= ok_rc(complete(&req, it, &st), "completion");
+            ok &= mpi_ok(MPI_Start(&req), "MPI_Start");
+            ok &= mpi_ok(complete(&req, it, &st), "completion");
             if (req != held) {
                 tap_diag("%s: the handle changed in round %d", mode_name[m],
                          it);
                 ok = 0;
             }
         }
-        ok &= ok_rc(MPI_Wait(&req, &st), "MPI_Wait(inactive)");
+        ok &= mpi_ok(MPI_Wait(&req, &st), "MPI_Wait(inactive)");
         if (req != held || !empty_status(&st)) {
             tap_diag("a wait on the inactive request: handle %s, status "
                      "%d/%d", req == held ? "kept" : "changed",
                      st.MPI_SOURCE, st.MPI_TAG);
             ok = 0;
         }
-        ok &= ok_rc(MPI_Request_free(&req), "MPI_Request_free");
+        ok &= mpi_ok(MPI_Request_free(&req), "MPI_Request_free");
         ok &= req == MPI_REQUEST_NULL;
         return ok;
     }
-    ok &= ok_rc(MPI_Recv_init(rbuf, (int)len + 1, MPI_BYTE, 0, m,
+    ok &= mpi_ok(MPI_Recv_init(rbuf, (int)len + 1, MPI_BYTE, 0, m,
                               MPI_COMM_WORLD, &rreq), "MPI_Recv_init");
     for (int it = 0; ok && it < ITERS; it++) {
         MPI_Request r = MPI_REQUEST_NULL;
@@ -217,19 +205,19 @@ static int rounds(enum mode m, size_t len)
         memset(rbuf, 0, len);
         rbuf[len] = tap_pattern_byte(CANARY, 0);
         if (it % 2 == 0) {
-            ok &= ok_rc(MPI_Start(&rreq), "MPI_Start(recv)");
+            ok &= mpi_ok(MPI_Start(&rreq), "MPI_Start(recv)");
             r = rreq;
         } else {
-            ok &= ok_rc(MPI_Irecv(rbuf, (int)len + 1, MPI_BYTE, 0, m,
+            ok &= mpi_ok(MPI_Irecv(rbuf, (int)len + 1, MPI_BYTE, 0, m,
                                   MPI_COMM_WORLD, &r), "MPI_Irecv");
         }
         if (m == RSEND)
-            ok &= ok_rc(MPI_Send(&token, 1, MPI_INT, 0, TOKEN_TAG,
+            ok &= mpi_ok(MPI_Send(&token, 1, MPI_INT, 0, TOKEN_TAG,
                                  MPI_COMM_WORLD), "MPI_Send(token)");
-        ok &= ok_rc(MPI_Wait(&r, &st), "MPI_Wait(recv)");
+        ok &= mpi_ok(MPI_Wait(&r, &st), "MPI_Wait(recv)");
         ok &= check_msg(rbuf, len, &st, 0, m, seed_of(1 + m, (int)len, it));
     }
-    ok &= ok_rc(MPI_Request_free(&rreq), "MPI_Request_free(recv)");
+    ok &= mpi_ok(MPI_Request_free(&rreq), "MPI_Request_free(recv)");
     if (len >= THRESHOLD)
         expect_pulls += ITERS;
     return ok;
@@ -251,20 +239,20 @@ static int vector_rounds(void)
     MPI_Type_vector(VBLOCKS, VBLEN, VSTRIDE, MPI_BYTE, &vec);
     MPI_Type_commit(&vec);
     if (rank == 0) {
-        ok &= ok_rc(MPI_Send_init(sbuf, 1, vec, 1, 20, MPI_COMM_WORLD, &req),
+        ok &= mpi_ok(MPI_Send_init(sbuf, 1, vec, 1, 20, MPI_COMM_WORLD, &req),
                     "MPI_Send_init(vector)");
         MPI_Type_free(&vec);    /* the request keeps what it needs */
         for (int it = 0; ok && it < ITERS; it++) {
             tap_fill(sbuf, span, seed_of(20, 0, it));
-            ok &= ok_rc(MPI_Start(&req), "MPI_Start(vector)");
-            ok &= ok_rc(complete(&req, it, &st), "completion(vector)");
+            ok &= mpi_ok(MPI_Start(&req), "MPI_Start(vector)");
+            ok &= mpi_ok(complete(&req, it, &st), "completion(vector)");
         }
-        ok &= ok_rc(MPI_Request_free(&req), "MPI_Request_free(vector)");
+        ok &= mpi_ok(MPI_Request_free(&req), "MPI_Request_free(vector)");
         return ok;
     }
     for (int it = 0; ok && it < ITERS; it++) {
         tap_fill(rbuf, span, CANARY);
-        ok &= ok_rc(MPI_Recv(rbuf, 1, vec, 0, 20, MPI_COMM_WORLD, &st),
+        ok &= mpi_ok(MPI_Recv(rbuf, 1, vec, 0, 20, MPI_COMM_WORLD, &st),
                     "MPI_Recv(vector)");
         for (size_t i = 0; ok && i < span; i++) {
             int in_block = i % VSTRIDE < VBLEN;
@@ -295,13 +283,13 @@ static int startall_mix(void)
     MPI_Request reqs[4], held[4];
     MPI_Status st[4];
 
-    ok &= ok_rc(MPI_Send_init(sb, (int)MIXBIG, MPI_BYTE, other, 30,
+    ok &= mpi_ok(MPI_Send_init(sb, (int)MIXBIG, MPI_BYTE, other, 30,
                               MPI_COMM_WORLD, &reqs[0]), "MPI_Send_init");
-    ok &= ok_rc(MPI_Recv_init(rb, (int)MIXBIG + 1, MPI_BYTE, other, 30,
+    ok &= mpi_ok(MPI_Recv_init(rb, (int)MIXBIG + 1, MPI_BYTE, other, 30,
                               MPI_COMM_WORLD, &reqs[1]), "MPI_Recv_init");
-    ok &= ok_rc(MPI_Ssend_init(ss, (int)MIXSMALL, MPI_BYTE, other, 31,
+    ok &= mpi_ok(MPI_Ssend_init(ss, (int)MIXSMALL, MPI_BYTE, other, 31,
                                MPI_COMM_WORLD, &reqs[2]), "MPI_Ssend_init");
-    ok &= ok_rc(MPI_Recv_init(rs, (int)MIXSMALL + 1, MPI_BYTE, other, 31,
+    ok &= mpi_ok(MPI_Recv_init(rs, (int)MIXSMALL + 1, MPI_BYTE, other, 31,
                               MPI_COMM_WORLD, &reqs[3]), "MPI_Recv_init");
     memcpy(held, reqs, sizeof(reqs));
     for (int it = 0; ok && it < 6; it++) {
@@ -312,12 +300,12 @@ static int startall_mix(void)
         memset(rb, 0, MIXBIG);
         memset(rs, 0, MIXSMALL);
         rb[MIXBIG] = rs[MIXSMALL] = tap_pattern_byte(CANARY, 0);
-        ok &= ok_rc(MPI_Startall(4, reqs), "MPI_Startall");
+        ok &= mpi_ok(MPI_Startall(4, reqs), "MPI_Startall");
         if (it % 2 == 0)
-            ok &= ok_rc(MPI_Waitall(4, reqs, st), "MPI_Waitall");
+            ok &= mpi_ok(MPI_Waitall(4, reqs, st), "MPI_Waitall");
         else
             while (ok && !flag)
-                ok &= ok_rc(MPI_Testall(4, reqs, &flag, st), "MPI_Testall");
+                ok &= mpi_ok(MPI_Testall(4, reqs, &flag, st), "MPI_Testall");
         ok &= memcmp(held, reqs, sizeof(reqs)) == 0;
         ok &= check_msg(rb, MIXBIG, &st[1], other, 30,
                         seed_of(30, other, it));
@@ -325,7 +313,7 @@ static int startall_mix(void)
                         seed_of(31, other, it));
     }
     for (int i = 0; i < 4; i++)
-        ok &= ok_rc(MPI_Request_free(&reqs[i]), "MPI_Request_free");
+        ok &= mpi_ok(MPI_Request_free(&reqs[i]), "MPI_Request_free");
     if (rank == 1)
         expect_pulls += 6;
     return ok;
@@ -342,24 +330,24 @@ static int free_active(void)
 
     if (rank == 0) {
         tap_fill(sbuf, FREELEN, seed_of(40, 0, 0));
-        ok &= ok_rc(MPI_Send_init(sbuf, (int)FREELEN, MPI_BYTE, 1, 40,
+        ok &= mpi_ok(MPI_Send_init(sbuf, (int)FREELEN, MPI_BYTE, 1, 40,
                                   MPI_COMM_WORLD, &req), "MPI_Send_init");
-        ok &= ok_rc(MPI_Start(&req), "MPI_Start");
-        ok &= ok_rc(MPI_Request_free(&req), "MPI_Request_free(active)");
+        ok &= mpi_ok(MPI_Start(&req), "MPI_Start");
+        ok &= mpi_ok(MPI_Request_free(&req), "MPI_Request_free(active)");
         ok &= req == MPI_REQUEST_NULL;
-        ok &= ok_rc(MPI_Send(&token, 1, MPI_INT, 1, 41, MPI_COMM_WORLD),
+        ok &= mpi_ok(MPI_Send(&token, 1, MPI_INT, 1, 41, MPI_COMM_WORLD),
                     "MPI_Send(token)");
         /* The buffer stays the message's until the receiver has it. */
-        ok &= ok_rc(MPI_Recv(&verdict, 1, MPI_INT, 1, 42, MPI_COMM_WORLD,
+        ok &= mpi_ok(MPI_Recv(&verdict, 1, MPI_INT, 1, 42, MPI_COMM_WORLD,
                              MPI_STATUS_IGNORE), "MPI_Recv(verdict)");
         return ok && verdict;
     }
-    ok &= ok_rc(MPI_Recv(&token, 1, MPI_INT, 0, 41, MPI_COMM_WORLD,
+    ok &= mpi_ok(MPI_Recv(&token, 1, MPI_INT, 0, 41, MPI_COMM_WORLD,
                          MPI_STATUS_IGNORE), "MPI_Recv(token)");
     tap_spin(0.3);
     memset(rbuf, 0, FREELEN);
     rbuf[FREELEN] = tap_pattern_byte(CANARY, 0);
-    ok &= ok_rc(MPI_Recv(rbuf, (int)FREELEN + 1, MPI_BYTE, 0, 40,
+    ok &= mpi_ok(MPI_Recv(rbuf, (int)FREELEN + 1, MPI_BYTE, 0, 40,
                          MPI_COMM_WORLD, &st), "MPI_Recv");
     ok &= check_msg(rbuf, FREELEN, &st, 0, 40, seed_of(40, 0, 0));
     verdict = ok;

@@ -150,6 +150,19 @@ static inline int tap_class(int rc)
     return cls;
 }
 
+/* 1 if rc is MPI_SUCCESS; otherwise says which call failed, and how. */
+static inline int mpi_ok(int rc, const char *what)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+
+    if (rc == MPI_SUCCESS)
+        return 1;
+    MPI_Error_string(rc, msg, &len);
+    tap_diag("%s failed: %s", what, msg);
+    return 0;
+}
+
 /* The error class of code: MPI_SUCCESS for it, -1 if MPI_Error_class
  * fails. */
 static inline int class_of(int code)

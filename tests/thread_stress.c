@@ -19,6 +19,9 @@
  * FTW_Comm_reenable_any_source from the worker, then waited again) and
  * FTW_ERR_BUFFER_UNUSABLE (a cut receive the MPI may still write: the
  * buffer is left to ftwrap's quarantine and a new one taken).
+ * After the steps the workers go on (validates, at most 4 s more) until
+ * every survivor has received traffic after both deaths, which a loaded
+ * host may delay.
  * At the end the control thread sets a stop flag and drains until every
  * worker has left (MPIX_Comm_agree on a second communicator decides when).
  *
@@ -52,6 +55,7 @@
 #define NT 4
 #define TAG0 100
 #define NSTEP 12
+#define EXTRA_STEPS 40  /* at most, waiting for traffic after both deaths */
 #define STEP_US 100000
 #define MAXLEN ((1 << 20) + 3)
 
@@ -419,6 +423,31 @@ int main(int argc, char **argv)
         if (rc != MPI_SUCCESS) {
             bad_calls++;
             unexpected(-1, i % 2 == 0 ? "validate" : "drain", rc);
+        }
+    }
+
+    /* Traffic between the survivors after both deaths is checked below;
+     * on a loaded host the steps above may end before any came, so the
+     * workers go on, a validate per step (at most EXTRA_STEPS more),
+     * until every survivor has received some. */
+    for (int n = 0, late = 0; !late && n < EXTRA_STEPS; n++) {
+        MPI_Group g;
+        int rc;
+
+        usleep(STEP_US);
+        rc = FTW_Comm_validate(wc, &g);
+        if (rc == MPI_SUCCESS) {
+            mark_group(g);
+            MPI_Group_free(&g);
+        } else {
+            bad_calls++;
+            unexpected(-1, "validate", rc);
+        }
+        late = ndead_known == 2 && n_recv_late > 0;
+        rc = MPIX_Comm_agree(ctl, &late);
+        if (rc != MPI_SUCCESS && cls_of(rc) != FTW_ERR_PROC_FAIL_STOP) {
+            bad_calls++;
+            unexpected(-1, "agree", rc);
         }
     }
 

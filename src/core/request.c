@@ -306,6 +306,22 @@ int ftw_req_free_mt(MPI_Request *req)
     return rc;
 }
 
+/* An entry from the free list or malloc (the table locked); NULL, said,
+ * if out of memory. */
+static ftw_req_t *req_entry_alloc_locked(void)
+{
+    ftw_req_t *e = req_free_list;
+
+    if (e != NULL)
+        req_free_list = e->next;
+    else
+        e = malloc(sizeof(*e));
+    if (e == NULL)
+        ftw_warn_sparse("out of memory: a request will not be watched for "
+                        "peer failures");
+    return e;
+}
+
 /* A free entry for req, the table locked; NULL (unlocked) if out of
  * memory. */
 static ftw_req_t *req_entry_get(MPI_Request req)
@@ -313,15 +329,9 @@ static ftw_req_t *req_entry_get(MPI_Request req)
     ftw_req_t *e;
 
     req_table_lock();
-    e = req_free_list;
-    if (e != NULL)
-        req_free_list = e->next;
-    else
-        e = malloc(sizeof(*e));
+    e = req_entry_alloc_locked();
     if (e == NULL) {
         req_table_unlock();
-        ftw_warn_sparse("out of memory: a request will not be watched for "
-                        "peer failures");
         return NULL;
     }
     e->key = req;
@@ -389,16 +399,8 @@ static void req_log_flush(void)
         if (req_log[i].key == MPI_REQUEST_NULL)
             continue;
         ftw_gate_add(ftw_req_count, -1);    /* the table counts it again */
-        e = req_free_list;
-        if (e != NULL)
-            req_free_list = e->next;
-        else
-            e = malloc(sizeof(*e));
-        if (e == NULL) {
-            ftw_warn_sparse("out of memory: a request will not be watched "
-                            "for peer failures");
+        if ((e = req_entry_alloc_locked()) == NULL)
             continue;
-        }
         e->key = req_log[i].key;
         e->info = req_log[i].info;
         req_insert_locked(e);
