@@ -462,60 +462,34 @@ static inline void req_log_kill(int i)
     }
 }
 
-/* Put entry e, filled, into the table on the fast path: one probe when
- * the table has room and does not hold the handle already (the common
- * case); otherwise through req_entry_insert.  Unlocks. */
-static inline void req_record_quiet(ftw_req_t *e)
-{
-    MPI_Request req = e->key;
-    size_t i;
-
-    if (ftw_unlikely(req_slots == NULL ||
-                     (size_t)(ftw_req_count + 1) * 2 > req_mask + 1)) {
-        req_entry_insert(e);
-        return;
-    }
-    for (i = req_hash(req) & req_mask; req_slots[i].e != NULL;
-         i = (i + 1) & req_mask)
-        if (ftw_unlikely(req_slots[i].key == req)) {
-            req_entry_insert(e);
-            return;
-        }
-    req_slots[i].key = req;
-    req_slots[i].e = e;
-    ftw_gate_add(ftw_req_count, 1);
-    req_table_unlock();
-}
-
-/* The fields of a record the fast paths leave zero, zeroed in place. */
+/* The fields of a record req_add_quiet does not set, in their empty
+ * state, in place. */
 static inline void req_info_clear(ftw_reqinfo_t *in)
 {
     in->peer2 = FTW_NO_PEER;
-    in->persistent = 0;
-    in->rndv = 0;
     in->failed_at_start = 0;
     in->cancelled = 0;
-    in->pooled = 0;
     in->early = 0;
     in->coll_gen = 0;
     in->cut_seq = 0;
     in->drain_seq = 0;
     in->epoch0 = 0;
-    in->owned = NULL;
     in->p2p_user = NULL;
     in->view = NULL;
     in->p2p_n = 0;
     in->bounce = NULL;
 }
 
-void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
-                       int persistent, void *buf, MPI_Count count,
-                       MPI_Datatype dt)
+/* A record of a request posted on the fast path (nothing moved, no
+ * failure known: the fields not given are zero): into the log, or, under
+ * MPI_THREAD_MULTIPLE, the table. */
+static void req_add_quiet(MPI_Request req, MPI_Comm comm, int peer,
+                          int kind, int persistent, unsigned rndv,
+                          void *owned, void *buf, MPI_Count count,
+                          MPI_Datatype dt)
 {
     ftw_req_t *e;
 
-    if (req == MPI_REQUEST_NULL || req_done(req))
-        return;
     if ((e = req_log_append(req)) == NULL && (e = req_entry_get(req)) == NULL)
         return;
     req_info_clear(&e->info);
@@ -523,28 +497,6 @@ void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
     e->info.peer = peer;
     e->info.kind = (uint8_t)kind;
     e->info.persistent = (uint8_t)persistent;
-    e->info.buf = buf;
-    e->info.count = count;
-    e->info.dt = dt;
-    if (ftw_unlikely(ftw_threaded))
-        req_record_quiet(e);
-}
-
-void ftw_req_add_rndv_quiet(MPI_Request req, MPI_Comm comm, int peer,
-                            void *buf, MPI_Count count, MPI_Datatype dt,
-                            int rndv, void *owned)
-{
-    ftw_req_t *e;
-
-    /* Unrecorded, owned stays: the MPI may write it. */
-    if (req == MPI_REQUEST_NULL)
-        return;
-    if ((e = req_log_append(req)) == NULL && (e = req_entry_get(req)) == NULL)
-        return;
-    req_info_clear(&e->info);
-    e->info.comm = comm;
-    e->info.peer = peer;
-    e->info.kind = FTW_OP_RECV;
     e->info.rndv = (uint8_t)rndv;
     e->info.owned = owned;
     e->info.pooled = owned != NULL;
@@ -552,7 +504,26 @@ void ftw_req_add_rndv_quiet(MPI_Request req, MPI_Comm comm, int peer,
     e->info.count = count;
     e->info.dt = dt;
     if (ftw_unlikely(ftw_threaded))
-        req_record_quiet(e);
+        req_entry_insert(e);
+}
+
+void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
+                       int persistent, void *buf, MPI_Count count,
+                       MPI_Datatype dt)
+{
+    if (req != MPI_REQUEST_NULL && !req_done(req))
+        req_add_quiet(req, comm, peer, kind, persistent, 0, NULL, buf, count,
+                      dt);
+}
+
+void ftw_req_add_rndv_quiet(MPI_Request req, MPI_Comm comm, int peer,
+                            void *buf, MPI_Count count, MPI_Datatype dt,
+                            int rndv, void *owned)
+{
+    /* Unrecorded, owned stays: the MPI may write it. */
+    if (req != MPI_REQUEST_NULL)
+        req_add_quiet(req, comm, peer, FTW_OP_RECV, 0, (unsigned)rndv, owned,
+                      buf, count, dt);
 }
 
 /* Insert e (the table locked) and unlock.  One probe: the run from the
@@ -1118,7 +1089,7 @@ int ftw_grave_count(void)
     return grave_n;
 }
 
-/* req_info_clear names every field of ftw_reqinfo_t a fast path does not
- * set: a field added to the record must be added there. */
+/* req_add_quiet and req_info_clear between them name every field of
+ * ftw_reqinfo_t: a field added to the record must be added there. */
 _Static_assert(sizeof(void *) != 8 || sizeof(ftw_reqinfo_t) == 104,
                "update req_info_clear");

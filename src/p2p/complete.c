@@ -463,24 +463,24 @@ static int seq_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
  * at the cost of one call instead of one per request.  It leaves s->err
  * as seq_round does; *done once every request finished.  An MPI_Testall
  * that finds one unfinished changes nothing, and seq_round goes on. */
-static int all_at_once(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
-                       int *done)
+static void all_at_once(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
+                        int *done)
 {
     MPI_Status *st = sts != MPI_STATUSES_IGNORE ? sts : s->st;
     int rc = ftw_req_testall(s->n, s->saved, reqs, done, st);
 
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
         *done = 0;      /* seq_round meets the bad request again */
-        return MPI_SUCCESS;
+        return;
     }
     if (rc == MPI_SUCCESS && !*done)
-        return MPI_SUCCESS;
+        return;
     s->next = s->n;
     if (rc == MPI_SUCCESS) {
         for (int i = 0; i < s->n; i++)
             s->err[i] = MPI_SUCCESS;
         reqset_rndv(s, s->n, NULL, sts, reqs);
-        return MPI_SUCCESS;
+        return;
     }
     for (int i = 0; i < s->n; i++) {
         int err = st[i].MPI_ERROR;
@@ -494,7 +494,6 @@ static int all_at_once(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
         if (err == MPI_SUCCESS && sts != MPI_STATUSES_IGNORE)
             reqset_rndv(s, 1, &i, &sts[i], reqs);
     }
-    return MPI_SUCCESS;
 }
 
 int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])

@@ -434,10 +434,7 @@ static int head_read(const rstate_t *rs, ftw_rts_t *hdr)
     return found;
 }
 
-/* World rank of rank peer of comm, or -1 (intercommunicators, wildcard
- * or null peers, processes of other jobs, unknown communicators go
- * native). */
-static int peer_world(MPI_Comm comm, int peer)
+int ftw_rndv_peer_world(MPI_Comm comm, int peer)
 {
     ftw_comm_t *c = ftw_comm_get(comm);
 
@@ -447,17 +444,12 @@ static int peer_world(MPI_Comm comm, int peer)
     return c->peer_world[peer];
 }
 
-int ftw_rndv_peer_world(MPI_Comm comm, int peer)
-{
-    return peer_world(comm, peer);
-}
-
 #define SEND_SETTLE_SEC 0.5
 
 int ftw_rndv_send_settle(const ftw_reqinfo_t *info, MPI_Request *req,
                          MPI_Status *st)
 {
-    int world = peer_world(info->comm, info->peer), flag = 0;
+    int world = ftw_rndv_peer_world(info->comm, info->peer), flag = 0;
     double end = PMPI_Wtime() + SEND_SETTLE_SEC;
 
     for (unsigned i = 0; world >= 0 && !ftw_detect_is_failed(world); i++) {
@@ -524,7 +516,7 @@ int ftw_rndv_send_op(const void *buf, int count, MPI_Datatype dt, int dest,
             *request = MPI_REQUEST_NULL;
         return op.rc;
     }
-    world = peer_world(comm, dest);
+    world = ftw_rndv_peer_world(comm, dest);
     if (ftw_type_size(dt, &size) != MPI_SUCCESS)
         world = -1;
     xport = world >= 0 ? (int)ftw_xport_for_size(world,
@@ -1381,14 +1373,6 @@ static int start_from_stash(ftw_req_t *e)
     }
     rs_set(rs, RS_FINISHED);
     return 1;
-}
-
-int ftw_rndv_start_taken(const ftw_reqinfo_t *info)
-{
-    const rstate_t *rs = info->owned;
-
-    return (info->rndv & (FTW_RNDV_RUSER | FTW_RNDV_RSCRATCH)) &&
-           rs != NULL && rs_state(rs) == RS_FINISHED;
 }
 
 /* The request being started is the caller's: its record stays. */

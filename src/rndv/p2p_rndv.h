@@ -97,16 +97,14 @@ int ftw_rndv_psend_round(const ftw_reqinfo_t *info, const MPI_Status *st);
 int ftw_rndv_psend_release(MPI_Request *req);
 
 /* The world rank of rank peer of comm, or -1 if no transport can reach
- * it (intercommunicators, wildcard or null peers, other jobs). */
+ * it (intercommunicators, wildcard or null peers, processes of other
+ * jobs, unknown communicators: those go native). */
 int ftw_rndv_peer_world(MPI_Comm comm, int peer);
 
 /* A persistent request is being started (MPI_Start): 1 if a receive's
  * message was taken from the probes' stash instead, and the native
  * request must stay inactive. */
 int ftw_rndv_started(MPI_Request req);
-
-/* Nonzero if a just started receive was served from the stash. */
-int ftw_rndv_start_taken(const ftw_reqinfo_t *info);
 
 /* Nonzero while probes hold messages in the stash. */
 static inline int ftw_rndv_stashed(void)
