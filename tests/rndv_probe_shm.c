@@ -1,7 +1,6 @@
 /* ftw-test: np=2 mode=ftwrap timeout=120 env=FTW_RNDV_THRESHOLD=64k env=FTW_XPORT=shm */
 /*
- * rndv_probe_shm - rndv_probe.c with FTW_XPORT=shm: the receiver
- * pulls through the pair's shared segment, the sender copies the
- * fragments in from its own MPI calls.
+ * rndv_probe_shm - rndv_probe.c with FTW_XPORT=shm (split pulls): the
+ * receiver and the sender share the copy.
  */
 #include "rndv_probe.c"

@@ -1,9 +1,10 @@
-/* ftw-test: np=2 mode=ftwrap timeout=60 env=FTW_RNDV_THRESHOLD=64k env=FTW_XPORT=shm */
+/* ftw-test: np=2 mode=ftwrap timeout=60 env=FTW_RNDV_THRESHOLD=64k env=FTW_XPORT=shm env=FTW_SHM_PULL=pipe */
 /*
  * rndv_shm_stall - an shm pull whose sender stays out of MPI calls.
  *
- * The shm transport needs the sender to copy fragments in from its own
- * MPI calls.  Rank 1 posts an MPI_Isend of 16 MiB + 7 and then computes
+ * The shm pipeline (FTW_SHM_PULL=pipe) needs the sender to copy
+ * fragments in from its own MPI calls; a split pull (rndv_split_stall)
+ * takes the sender's help only where it comes.  Rank 1 posts an MPI_Isend of 16 MiB + 7 and then computes
  * for 2 s without calling MPI before its MPI_Wait; rank 0 receives.
  * Asserts:
  *  - rank 0's MPI_Recv succeeds with the data intact (checksum) well

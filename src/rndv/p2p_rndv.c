@@ -525,10 +525,12 @@ int ftw_rndv_send_op(const void *buf, int count, MPI_Datatype dt, int dest,
     if (xport == FTW_XPORT_ID_NATIVE || op.npeer < 0)
         return send_native(&op, buf, count, dt, tag, request);
     /* A blocking send has one message in flight and its sender only
-     * waits: the receiver reads it alone (cma), not through the shm
-     * pipeline, whose speed hangs on both processes holding a core. */
+     * waits: with the shm pipeline (FTW_SHM_PULL=pipe), whose speed hangs
+     * on both processes holding a core, the receiver reads it alone
+     * (cma); a split pull takes the sender's help where it comes. */
     if (xport == FTW_XPORT_ID_SHM && request == NULL &&
-        ftw_cfg.xport == FTW_XPORT_AUTO)
+        ftw_cfg.xport == FTW_XPORT_AUTO &&
+        ftw_cfg.shm_pull == FTW_SHM_PULL_PIPE)
         xport = FTW_XPORT_ID_CMA;
     switch (ftw_rndv_send_start(buf, count, dt, count * size, world, xport,
                                 tag, op.native, op.npeer, &s)) {

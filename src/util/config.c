@@ -13,6 +13,7 @@ ftw_config_t ftw_cfg;
 
 static const char *const log_names[] = { "error", "warn", "info", "debug",
                                          NULL };
+static const char *const shm_pull_names[] = { "split", "pipe", NULL };
 static const char *const xport_names[] = { "auto", "cma", "shm", "native",
                                            "verbs", NULL };
 static const char *const verbs_fallback_names[] = { "pin", "native", NULL };
@@ -92,6 +93,12 @@ static const ftw_cfg_row_t cfg_table[] = {
       "shm transport: slots per segment, the fragments a receiver asks "
       "for ahead (2..64).",
       FTW_CFG_INT, FTW_CFG_FIELD(shm_slots), NULL },
+    { "FTW_SHM_PULL", "split",
+      "shm transport: split (one copy, shared: the receiver reads chunks "
+      "with cma while the sender, inside its MPI calls, writes others into "
+      "the receiver's buffer) or pipe (two copies through the segment's "
+      "slots: the sender copies fragments in as the receiver asks).",
+      FTW_CFG_ENUM, FTW_CFG_FIELD(shm_pull), shm_pull_names },
     { "FTW_RNDV_CHUNK", "4m",
       "A rendezvous pull reads at most this many bytes at a time and checks "
       "for failures in between.",

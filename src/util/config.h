@@ -38,6 +38,7 @@ typedef struct {
     size_t rndv_chunk;      /* FTW_RNDV_CHUNK, bytes */
     size_t shm_frag;        /* FTW_SHM_FRAG, bytes */
     int shm_slots;          /* FTW_SHM_SLOTS */
+    int shm_pull;           /* FTW_SHM_PULL: ftw_shm_pull_t */
     int quarantine;         /* FTW_QUARANTINE: ftw_quarantine_mode_t */
     int quarantine_settle;  /* FTW_QUARANTINE_SETTLE, progress passes */
     int idle;               /* FTW_IDLE: ftw_idle_mode_t */
@@ -48,6 +49,12 @@ typedef struct {
     int verbs_mw;           /* FTW_VERBS_MW */
     int verbs_debug;        /* FTW_VERBS_DEBUG */
 } ftw_config_t;
+
+/* FTW_SHM_PULL values, in the order of the table's names. */
+typedef enum {
+    FTW_SHM_PULL_SPLIT,     /* one copy, chunks shared by both sides */
+    FTW_SHM_PULL_PIPE,      /* two copies through the segment's slots */
+} ftw_shm_pull_t;
 
 /* FTW_IDLE values, in the order of the table's names. */
 typedef enum {

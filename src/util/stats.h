@@ -32,6 +32,8 @@
     _(RNDV_CMA_BYTES, "rndv_cma_bytes", "bytes pulled by CMA")          \
     _(RNDV_SHM,       "rndv_shm",       "rendezvous messages pulled by shm") \
     _(RNDV_SHM_BYTES, "rndv_shm_bytes", "bytes pulled by shm")          \
+    _(RNDV_SHM_SPLIT, "rndv_shm_split", "shm pulls shared with the sender (split)") \
+    _(RNDV_SHM_HELPED, "rndv_shm_helped", "bytes this sender wrote into its receivers (split)") \
     _(RNDV_VERBS,     "rndv_verbs",     "rendezvous messages pulled by RDMA READ") \
     _(RNDV_VERBS_BYTES, "rndv_verbs_bytes", "bytes pulled by RDMA READ")  \
     _(VERBS_ODP,      "verbs_odp",      "1: verbs memory is on-demand paged") \

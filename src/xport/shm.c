@@ -20,6 +20,20 @@
  * process_vm_readv, which the cma probe checks, plus Linux 5.6, checked
  * once by a real duplicate of one of this process's own descriptors.
  *
+ * Split pulls (FTW_SHM_PULL=split): one copy, shared by the two
+ * processes.  The receiver describes the pull in the segment (sender
+ * range, its own destination and pid, chunk size) and both sides take
+ * chunks from one counter there: the receiver reads its chunks with
+ * process_vm_readv, the sender, from the same progress calls that serve
+ * the slots, writes its chunks straight into the receiver's destination
+ * with process_vm_writev.  A sender that is not in an MPI call helps
+ * with nothing and costs nothing: the receiver takes every chunk itself
+ * and never waits for a chunk nobody claimed.  It waits only for chunks
+ * the sender claimed, which it is copying now (or it died: the detector
+ * ends the wait).  A pull number in the counter's high half and a
+ * seqlock over the description keep a sender that read an old
+ * description from claiming a chunk of a newer pull.
+ *
  * Safety: the sender copies only from ranges it exposed for that
  * receiver (ftw_xport_ops_t.expose) and still exposes; a request for
  * anything else gets an error answer, never a read of freed memory.  The
@@ -40,14 +54,16 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "detect/detect.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/stats.h"
 
-#define SHM_MAGIC 0x66747773686d3031ull     /* "ftwshm01" */
+#define SHM_MAGIC 0x66747773686d3032ull     /* "ftwshm02" */
 #define SHM_LINE 64
 #define SHM_MAX_SLOTS 64
 #define SHM_SPINS_BEFORE_YIELD 20000
@@ -65,6 +81,21 @@ typedef struct {
     int64_t status;                             /* ftw_status_t */
 } shm_slot_t;
 
+#define SPLIT_IDX_MASK 0xffffffffull   /* claim: chunk index bits */
+#define SPLIT_HELP_ERR (1ull << 62)     /* helped: a sender write failed */
+
+/* A split pull's description and counters (one pull at a time per
+ * segment: the receiver's busy flag).  The receiver writes the
+ * description between setting pull to 0 and to its number (a seqlock);
+ * claim holds the pull number and the next chunk to take. */
+typedef struct {
+    _Alignas(SHM_LINE) _Atomic uint64_t claim;  /* pull << 32 | next chunk */
+    _Alignas(SHM_LINE) _Atomic uint64_t pull;   /* 0 while being written */
+    _Atomic uint64_t src, dst, len, chunk;      /* sender range, receiver dst */
+    _Atomic int64_t dpid;                       /* the receiver's pid */
+    _Alignas(SHM_LINE) _Atomic uint64_t helped; /* chunks the sender wrote */
+} shm_split_t;
+
 /* The head of a segment; the slots' data follow at data_off. */
 typedef struct {
     uint64_t magic;
@@ -73,6 +104,7 @@ typedef struct {
     uint64_t frag;          /* data bytes per slot */
     uint64_t nslots;
     uint64_t data_off;
+    shm_split_t split;
     shm_slot_t slot[];
 } shm_hdr_t;
 
@@ -90,6 +122,8 @@ typedef struct {
     int peer;
     int32_t key, pid;       /* in: the sender's fd number and pid */
     uint64_t seq;           /* in: the last request number issued */
+    uint64_t split_seq;     /* in: the last split pull's number */
+    uint64_t split_idle;    /* out: claim word last seen with nothing to do */
     double cma_until;       /* in: pulls use cma until then (now_ms) */
     shm_expo_t *expo;       /* out: exposed ranges */
     int nexpo, capexpo;
@@ -307,6 +341,87 @@ static int seg_serve(shm_seg_t *s)
     return n;
 }
 
+/* A split pull's description, read under its seqlock: 0 if the pull
+ * number changed meanwhile (a newer pull is being described). */
+static int split_read(shm_split_t *sp, uint64_t p, uint64_t d[5])
+{
+    if (atomic_load_explicit(&sp->pull, memory_order_acquire) != p)
+        return 0;
+    d[0] = atomic_load_explicit(&sp->src, memory_order_relaxed);
+    d[1] = atomic_load_explicit(&sp->dst, memory_order_relaxed);
+    d[2] = atomic_load_explicit(&sp->len, memory_order_relaxed);
+    d[3] = atomic_load_explicit(&sp->chunk, memory_order_relaxed);
+    d[4] = (uint64_t)atomic_load_explicit(&sp->dpid, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    return atomic_load_explicit(&sp->pull, memory_order_relaxed) == p &&
+           d[3] != 0;
+}
+
+/* Write len bytes at addr here to pid's dst (the receiver of a split
+ * pull), looping on partial writes.  The system call itself, as cma's
+ * read: the libc name is ftwrap's cut-copy interposer. */
+static int split_write(int64_t pid, uint64_t dst, uint64_t addr,
+                       uint64_t len)
+{
+    uint64_t done = 0;
+
+    while (done < len) {
+        struct iovec l = { (void *)(uintptr_t)(addr + done), len - done };
+        struct iovec r = { (void *)(uintptr_t)(dst + done), len - done };
+        ssize_t n = syscall(SYS_process_vm_writev, (pid_t)pid, &l, 1, &r, 1,
+                            0UL);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? errno : EFAULT;
+        done += (uint64_t)n;
+    }
+    return 0;
+}
+
+/* Take and write chunks of the split pull in s while there are any; the
+ * number written.  A chunk outside what s exposes is refused (the
+ * receiver then reads the whole message again itself). */
+static int split_serve(shm_seg_t *s)
+{
+    shm_split_t *sp = &s->hdr->split;
+    int n = 0;
+
+    for (;;) {
+        uint64_t c = atomic_load_explicit(&sp->claim, memory_order_acquire);
+        uint64_t d[5], k = c & SPLIT_IDX_MASK, off, len;
+        int err = EFAULT;
+
+        if (c == s->split_idle)
+            return n;
+        if (!split_read(sp, c >> 32, d) || k >= (d[2] + d[3] - 1) / d[3]) {
+            s->split_idle = c;
+            return n;
+        }
+        if (!atomic_compare_exchange_weak_explicit(&sp->claim, &c, c + 1,
+                                                   memory_order_acq_rel,
+                                                   memory_order_relaxed))
+            continue;
+        off = k * d[3];
+        len = d[2] - off < d[3] ? d[2] - off : d[3];
+        if (seg_exposes(s, d[0] + off, len))
+            err = split_write((int64_t)d[4], d[1] + off, d[0] + off, len);
+        if (err != 0 && err != ESRCH) {
+            errno = err;
+            ftw_warn_sparse("process_vm_writev to world rank %d: %m; it "
+                            "reads the message itself", s->peer);
+        }
+        if (err == 0)
+            ftw_stat_add(FTW_STAT_RNDV_SHM_HELPED, len);
+        if (err != 0)
+            atomic_fetch_or_explicit(&sp->helped, SPLIT_HELP_ERR,
+                                     memory_order_relaxed);
+        atomic_fetch_add_explicit(&sp->helped, 1, memory_order_release);
+        n++;
+    }
+}
+
 /* A sender's segment whose receiver failed: nobody will ask again. */
 static void seg_drop_out(int i)
 {
@@ -337,7 +452,8 @@ void ftw_xport_shm_serve(void)
                 seg_drop_out(i--);
                 continue;
             }
-            n += seg_serve(out_seg[out_list[i]]);
+            n += seg_serve(out_seg[out_list[i]]) +
+                 split_serve(out_seg[out_list[i]]);
         }
         if (n > 0) {
             idle = 0;
@@ -402,6 +518,8 @@ static ftw_status_t seg_attach(const ftw_xport_src_t *src, shm_seg_t **s_p)
                                           memory_order_relaxed);
         s->seq = r > s->seq ? r : s->seq;
     }
+    s->split_seq = atomic_load_explicit(&s->hdr->split.claim,
+                                        memory_order_relaxed) >> 32;
     atomic_flag_clear(&s->busy);
     *s_p = s;
     return FTW_OK;
@@ -598,6 +716,124 @@ static ftw_status_t seg_pull(shm_seg_t *s, const ftw_xport_src_t *src,
     return FTW_OK;
 }
 
+/* Chunk size of a split pull of len bytes: about 16 chunks (both sides
+ * find work, and the last chunk's wait is short), from 64 KiB to 1 MiB,
+ * whole pages. */
+static uint64_t split_chunk(size_t len)
+{
+    uint64_t c = ((uint64_t)len / 16 + 4095) & ~(uint64_t)4095;
+
+    c = c < (64u << 10) ? (64u << 10) : c;
+    return c > (1u << 20) ? (1u << 20) : c;
+}
+
+/* Describe a split pull in s (seqlock writes), with nobody's claim
+ * left over: the previous pull ended with every chunk taken and
+ * written. */
+static uint64_t split_post(shm_seg_t *s, uint64_t addr, char *dst,
+                           size_t len, uint64_t chunk)
+{
+    shm_split_t *sp = &s->hdr->split;
+    uint64_t p = ++s->split_seq;
+
+    if ((p & SPLIT_IDX_MASK) == 0)
+        p = ++s->split_seq;     /* pull numbers are never 0 */
+    atomic_store_explicit(&sp->pull, 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&sp->src, addr, memory_order_relaxed);
+    atomic_store_explicit(&sp->dst, (uint64_t)(uintptr_t)dst,
+                          memory_order_relaxed);
+    atomic_store_explicit(&sp->len, (uint64_t)len, memory_order_relaxed);
+    atomic_store_explicit(&sp->chunk, chunk, memory_order_relaxed);
+    atomic_store_explicit(&sp->dpid, (int64_t)ftw_xport_self_pid(),
+                          memory_order_relaxed);
+    atomic_store_explicit(&sp->helped, 0, memory_order_relaxed);
+    atomic_store_explicit(&sp->pull, p, memory_order_release);
+    atomic_store_explicit(&sp->claim, (p & SPLIT_IDX_MASK) << 32,
+                          memory_order_release);
+    return p;
+}
+
+/* Wait until the sender has written the want chunks it claimed (it is
+ * copying them now), watching it and serving this process's own
+ * receivers meanwhile.  Nonzero in *err_p if a write failed.  A sender
+ * that took SHM_STALL_MS lost its core in the middle of a chunk (a
+ * loaded host): pulls from it are cma's for the next SHM_COOL_MS. */
+static ftw_status_t split_wait(shm_seg_t *s, uint64_t want, int *err_p)
+{
+    shm_split_t *sp = &s->hdr->split;
+    unsigned spins = 0;
+    double t0 = 0;
+    uint64_t h;
+
+    while (((h = atomic_load_explicit(&sp->helped, memory_order_acquire)) &
+            SPLIT_IDX_MASK) != want) {
+        if ((++spins & 255) == 0) {
+            ftw_detect_peek();
+            if (ftw_detect_is_failed(s->peer))
+                return FTW_ST_PEER_FAILED;
+            if (t0 == 0) {
+                t0 = now_ms();
+            } else if (t0 > 0 && now_ms() - t0 > SHM_STALL_MS) {
+                s->cma_until = now_ms() + SHM_COOL_MS;
+                t0 = -1;    /* once a wait */
+            }
+        }
+        if ((spins & 15) == 0 &&
+            atomic_load_explicit(&ftw_xport_shm_exposed,
+                                 memory_order_relaxed) != 0)
+            ftw_xport_shm_serve();
+        if (spins > SHM_SPINS_BEFORE_YIELD && (spins & 15) == 0)
+            sched_yield();
+        else
+            cpu_relax();
+    }
+    *err_p = (h & SPLIT_HELP_ERR) != 0;
+    return FTW_OK;
+}
+
+/* A split pull: chunks taken from the shared counter, read here with
+ * cma, while the sender writes the ones it takes.  Faults are injected
+ * at the FTW_RNDV_CHUNK boundaries of the chunks read here. */
+static ftw_status_t split_pull(shm_seg_t *s, const ftw_xport_src_t *src,
+                               uint64_t addr, char *dst, size_t len)
+{
+    shm_split_t *sp = &s->hdr->split;
+    uint64_t chunk = split_chunk(len), nchunk = (len + chunk - 1) / chunk;
+    uint64_t mine = 0;
+    ftw_status_t st = FTW_OK;
+    int err = 0;
+
+    split_post(s, addr, dst, len, chunk);
+    for (;;) {
+        uint64_t k = atomic_fetch_add_explicit(&sp->claim, 1,
+                                               memory_order_acq_rel) &
+                     SPLIT_IDX_MASK;
+        uint64_t off = k * chunk, n;
+
+        if (k >= nchunk)
+            break;
+        n = len - off < chunk ? len - off : chunk;
+        frag_inject(src, off, n, len);
+        if (ftw_detect_is_failed(src->world))
+            return FTW_ST_PEER_FAILED;
+        if (st == FTW_OK)
+            st = ftw_xport_cma_ops.pull(src, addr + off, dst + off, n);
+        if (st == FTW_ST_PEER_FAILED)
+            return st;
+        mine++;     /* taken, even if its read failed: all must be */
+    }
+    /* Whatever happened here, the sender's chunks must be written
+     * before the destination is given back. */
+    if (split_wait(s, nchunk - mine, &err) != FTW_OK)
+        return FTW_ST_PEER_FAILED;
+    if (st == FTW_OK && err)
+        st = rest_cma(src, addr, dst, 0, len, len);
+    if (st == FTW_OK)
+        ftw_stat_add(FTW_STAT_RNDV_SHM_SPLIT, 1);
+    return st;
+}
+
 /* A receiver's segment whose sender failed (shm_lock held). */
 static void seg_drop_in(int peer)
 {
@@ -623,6 +859,8 @@ static ftw_status_t shm_pull(const ftw_xport_src_t *src, uint64_t addr,
         return st;
     if (s->cma_until != 0 && now_ms() < s->cma_until)
         st = FTW_ST_UNSUPPORTED;    /* the sender stalled lately: cma */
+    else if (ftw_cfg.shm_pull == FTW_SHM_PULL_SPLIT)
+        st = split_pull(s, src, addr, local, len);
     else
         st = seg_pull(s, src, addr, local, len);
     if (st == FTW_ST_PEER_FAILED) {
