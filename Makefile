@@ -15,9 +15,10 @@
 #   make check-verbs  the rendezvous tests over ftwrap's verbs transport in
 #                   the soft-RoCE VM, both MPIs, MTU 4096 (ODP) and 1024
 #   make tsan       ThreadSanitizer build of ftwrap (build/<mpi>-tsan) and
-#                   the threaded tests (thread_stress, rndv_threads) under
-#                   it on every MPI; fails on any report outside the MPI's
-#                   own libraries (scripts/tsan; about 3 minutes)
+#                   the threaded tests (thread_stress, rndv_threads,
+#                   rndv_threads_shm) under it on every MPI; fails on any
+#                   report outside the MPI's own libraries (scripts/tsan;
+#                   about 5 minutes)
 #   make install PREFIX=/usr/local
 
 PREFIX ?= /usr/local
@@ -110,7 +111,7 @@ $(foreach m,$(MPIS),build/$(m)/tests/comm_split_race): tests/comm_dup_race.c
 # the normal build (build/<mpi>-tsan); the wrappers come from the normal
 # build's generated sources.
 CFLAGS_TSAN := $(filter-out -O2,$(CFLAGS_COMMON)) -O1 -fsanitize=thread -DFTW_TSAN
-TSAN_TESTS := thread_stress rndv_threads
+TSAN_TESTS := thread_stress rndv_threads rndv_threads_shm
 define tsan_rules
 OBJS_$(1)_tsan := $$(patsubst src/%.c,build/$(1)-tsan/obj/%.o,$$(LIB_SRCS))
 

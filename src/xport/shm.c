@@ -347,12 +347,13 @@ static int split_read(shm_split_t *sp, uint64_t p, uint64_t d[5])
 {
     if (atomic_load_explicit(&sp->pull, memory_order_acquire) != p)
         return 0;
-    d[0] = atomic_load_explicit(&sp->src, memory_order_relaxed);
-    d[1] = atomic_load_explicit(&sp->dst, memory_order_relaxed);
-    d[2] = atomic_load_explicit(&sp->len, memory_order_relaxed);
-    d[3] = atomic_load_explicit(&sp->chunk, memory_order_relaxed);
-    d[4] = (uint64_t)atomic_load_explicit(&sp->dpid, memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
+    /* Acquire loads: the pull number's second load cannot pass them,
+     * and a field already rewritten shows the writer's 0 there. */
+    d[0] = atomic_load_explicit(&sp->src, memory_order_acquire);
+    d[1] = atomic_load_explicit(&sp->dst, memory_order_acquire);
+    d[2] = atomic_load_explicit(&sp->len, memory_order_acquire);
+    d[3] = atomic_load_explicit(&sp->chunk, memory_order_acquire);
+    d[4] = (uint64_t)atomic_load_explicit(&sp->dpid, memory_order_acquire);
     return atomic_load_explicit(&sp->pull, memory_order_relaxed) == p &&
            d[3] != 0;
 }
@@ -738,15 +739,15 @@ static uint64_t split_post(shm_seg_t *s, uint64_t addr, char *dst,
 
     if ((p & SPLIT_IDX_MASK) == 0)
         p = ++s->split_seq;     /* pull numbers are never 0 */
+    /* Release stores: the 0 is visible before any new field is. */
     atomic_store_explicit(&sp->pull, 0, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&sp->src, addr, memory_order_relaxed);
+    atomic_store_explicit(&sp->src, addr, memory_order_release);
     atomic_store_explicit(&sp->dst, (uint64_t)(uintptr_t)dst,
-                          memory_order_relaxed);
-    atomic_store_explicit(&sp->len, (uint64_t)len, memory_order_relaxed);
-    atomic_store_explicit(&sp->chunk, chunk, memory_order_relaxed);
+                          memory_order_release);
+    atomic_store_explicit(&sp->len, (uint64_t)len, memory_order_release);
+    atomic_store_explicit(&sp->chunk, chunk, memory_order_release);
     atomic_store_explicit(&sp->dpid, (int64_t)ftw_xport_self_pid(),
-                          memory_order_relaxed);
+                          memory_order_release);
     atomic_store_explicit(&sp->helped, 0, memory_order_relaxed);
     atomic_store_explicit(&sp->pull, p, memory_order_release);
     atomic_store_explicit(&sp->claim, (p & SPLIT_IDX_MASK) << 32,
