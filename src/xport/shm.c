@@ -124,6 +124,7 @@ typedef struct {
     uint64_t seq;           /* in: the last request number issued */
     uint64_t split_seq;     /* in: the last split pull's number */
     uint64_t split_idle;    /* out: claim word last seen with nothing to do */
+    int split_refused;      /* out: writes to the receiver are refused */
     double cma_until;       /* in: pulls use cma until then (now_ms) */
     shm_expo_t *expo;       /* out: exposed ranges */
     int nexpo, capexpo;
@@ -394,7 +395,7 @@ static int split_serve(shm_seg_t *s)
         uint64_t d[5], k = c & SPLIT_IDX_MASK, off, len;
         int err = EFAULT;
 
-        if (c == s->split_idle)
+        if (c == s->split_idle || s->split_refused)
             return n;
         if (!split_read(sp, c >> 32, d) || k >= (d[2] + d[3] - 1) / d[3]) {
             s->split_idle = c;
@@ -412,6 +413,8 @@ static int split_serve(shm_seg_t *s)
             errno = err;
             ftw_warn_sparse("process_vm_writev to world rank %d: %m; it "
                             "reads the message itself", s->peer);
+            /* No permission (Yama, another user): it stays so. */
+            s->split_refused = err == EPERM;
         }
         if (err == 0)
             ftw_stat_add(FTW_STAT_RNDV_SHM_HELPED, len);
