@@ -357,9 +357,12 @@ int main(int argc, char **argv)
     return tap_status();
 }
 #else
-int main(void)
+int main(int argc, char **argv)
 {
-    printf("1..0 # SKIP no large-count calls in this MPI\n");
+    MPI_Init(&argc, &argv);
+    if (tap_rank() == 0)
+        printf("1..0 # SKIP no large-count calls in this MPI\n");
+    MPI_Finalize();
     return 0;
 }
 #endif
