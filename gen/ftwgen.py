@@ -703,33 +703,30 @@ def xlate(names, comm, peer=None, peer2=None, rbuf=None):
 # locally into the MPI's attached buffer: those stay the MPI's; a
 # send-receive's send half goes through it too, stash_divert).
 RNDV_SENDS = {"Send", "Ssend", "Rsend", "Isend", "Issend", "Irsend"}
-# Persistent ones, with the native call a send that cannot use it makes
-# (a large-count one's count fits an int there).
+# Persistent ones, with the native calls a send that cannot use it makes
+# (the int form, and the large-count one for a count that does not fit).
 RNDV_PSENDS = {"Send_init", "Ssend_init", "Rsend_init"}
 
 
 def rndv_divert(f, n, call):
     """The test that sends a large message to the rendezvous core while it
-    is on (a large-count one too, while its count fits an int), and the
-    call that does: call(args) gets the send's arguments, the count an
-    int."""
-    sfx = base_and_suffix(f)[1]
-    fits = " && %s <= INT_MAX" % n[1] if sfx else ""
-    count = "(int)%s" % n[1] if sfx else n[1]
-    return ("    if (ftw_unlikely(ftw_rndv_min != 0)%s &&\n"
+    is on (a large-count one whatever its count), and the call that does:
+    call(args) gets the send's arguments."""
+    return ("    if (ftw_unlikely(ftw_rndv_min != 0) &&\n"
             "        ftw_send_rndv(%s, %s))\n"
             "        return %s;\n"
-            % (fits, n[1], n[2], call(", ".join([n[0], count] + n[2:6]))))
+            % (n[1], n[2], call(", ".join(n[:6]))))
 
 
 def rndv_psend(f, n, kind):
     """Large persistent sends go to the rendezvous core while it is on."""
-    base = base_and_suffix(f)[0]
+    base, sfx = base_and_suffix(f)
     if base not in RNDV_PSENDS:
         return ""
+    native_c = "PMPI_%s_c" % base if sfx else "NULL"
     return rndv_divert(f, n, lambda args: "ftw_rndv_psend_init(%s, %s, "
-                       "\"%s\", %s, PMPI_%s)" % (args, kind, f.name, n[6],
-                                                  base))
+                       "\"%s\", %s, PMPI_%s, %s)"
+                       % (args, kind, f.name, n[6], base, native_c))
 
 
 def rndv_send(f, n, kind, request):
@@ -772,23 +769,11 @@ def body_send(f):
 
 
 def rndv_recv(f, n, persistent, request, status):
-    """Receives go to the rendezvous core while it is on: an RTS may come
-    in place of any message.  A large-count receive goes there while its
-    count fits an int; a larger one takes the watched path, which
-    finishes an RTS at its completion (rndv_fast_off)."""
-    sfx = base_and_suffix(f)[1]
-    fits = " && %s <= INT_MAX" % n[1] if sfx else ""
-    count = "(int)%s" % n[1] if sfx else n[1]
-    return ("    if (ftw_unlikely(ftw_rndv_min != 0)%s)\n"
+    """Receives go to the rendezvous core while it is on, large-count ones
+    whatever their count: an RTS may come in place of any message."""
+    return ("    if (ftw_unlikely(ftw_rndv_min != 0))\n"
             "        return ftw_rndv_recv_op(%s, \"%s\", %d, %s, %s);\n"
-            % (fits, ", ".join([n[0], count] + n[2:6]), f.name, persistent,
-               request, status))
-
-
-def rndv_fast_off(f):
-    """The quiet fast path of a large-count receive is the MPI's own
-    wait, which cannot finish an RTS: not while the rendezvous is on."""
-    return " && ftw_rndv_min == 0" if base_and_suffix(f)[1] else ""
+            % (", ".join(n[:6]), f.name, persistent, request, status))
 
 
 def set_buf(buf, count, dt):
@@ -856,12 +841,12 @@ def body_recv(f):
     if BLOCKS_ in f.attrs:
         n = shape(f, P2P + [ST])
         rndv = rndv_recv(f, n, 0, "NULL", n[6])
-        fast = ("    if (ftw_quiet()%s) {\n"
+        fast = ("    if (ftw_quiet()) {\n"
                 "        MPI_Request req;\n"
                 "        int rc = %s(%s, &req);\n\n"
                 "        return rc != MPI_SUCCESS ? rc : ftw_recv_fast(&req, "
                 "%s, %s, %s, %s, \"%s\", %s, %s, %s);\n    }\n"
-                % (rndv_fast_off(f), nonblocking_of(base, sfx),
+                % (nonblocking_of(base, sfx),
                    ", ".join(n[:6]), n[6], n[5],
                    n[3], n[4], f.name, n[0], n[1], n[2]))
         return ("    ftw_op_t op;\n\n" + rndv + fast +
@@ -879,12 +864,10 @@ def body_recv(f):
                                    rbuf=(n[0], n[1], n[2]))[len(head):]
 
 
-def stash_divert(f, fn, names, scount, sdt):
+def stash_divert(fn, names, scount, sdt):
     """While the rendezvous is on, a send-receive whose send is large
     enough for it, or that may match a message probes hold in the stash,
-    runs as ftwrap's own receive and send (fn)."""
-    if base_and_suffix(f)[1]:
-        return ""
+    runs as ftwrap's own receive and send (fn; counts of any size)."""
     return ("    if (ftw_unlikely(ftw_rndv_min != 0) &&\n"
             "        (ftw_rndv_stashed() || ftw_send_rndv(%s, %s)))\n"
             "        return %s(%s);\n" % (scount, sdt, fn, ", ".join(names)))
@@ -896,7 +879,7 @@ def body_sendrecv(f):
     if base == "Sendrecv":
         n = shape(f, P2P[:5] + P2P[:5] + [COMM, ST])
         return ("    ftw_op_t op;\n    int rc;\n\n"
-                + stash_divert(f, "ftw_rndv_sendrecv", n, n[1], n[2]) +
+                + stash_divert("ftw_rndv_sendrecv", n, n[1], n[2]) +
                 op_begin(f, n[10], n[8], "FTW_OP_RECV") +
                 set_buf(n[5], n[6], n[7]) + BOUNCE_ON +
                 "    ftw_op_set_peer2(&op, %s);\n" % n[3] + refused(n[11]) +
@@ -910,8 +893,7 @@ def body_sendrecv(f):
         n = shape(f, [None, None, DT, "int", "int", "int", "int", COMM, ST])
         buf, cnt, dt = n[0], n[1], n[2]
         return ("    ftw_op_t op;\n    const void *copy;\n    int rc;\n\n"
-                + stash_divert(f, "ftw_rndv_sendrecv_replace", n, n[1],
-                               n[2]) +
+                + stash_divert("ftw_rndv_sendrecv_replace", n, n[1], n[2]) +
                 op_begin(f, n[7], n[5], "FTW_OP_RECV") +
                 set_buf(n[0], n[1], n[2]) +
                 "    ftw_op_set_peer2(&op, %s);\n" % n[3] + refused(n[8]) +

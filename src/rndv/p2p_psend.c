@@ -14,6 +14,7 @@
  */
 #include "rndv/p2p_rndv.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -22,17 +23,33 @@
 #include "util/stats.h"
 #include "xport/xport.h"
 
+/* The MPI's persistent send: native_init, or native_init_c when the
+ * count does not fit an int (only large-count calls pass such counts). */
+static int psend_call(const void *buf, MPI_Count count, MPI_Datatype dt,
+                      int dest, int tag, MPI_Comm comm, MPI_Request *request,
+                      ftw_psend_init_fn_t native_init,
+                      ftw_psend_init_c_fn_t native_init_c)
+{
+    if (count > INT_MAX)
+        return native_init_c != NULL ? native_init_c(buf, count, dt, dest,
+                                                     tag, comm, request)
+                                     : MPI_ERR_COUNT;
+    return native_init(buf, (int)count, dt, dest, tag, comm, request);
+}
+
 /* The program's call, as the generated wrapper would make it: the MPI's
  * persistent send. */
-static int psend_native(const void *buf, int count, MPI_Datatype dt,
+static int psend_native(const void *buf, MPI_Count count, MPI_Datatype dt,
                         int dest, int tag, MPI_Comm comm, int kind,
                         const char *name, MPI_Request *request,
-                        ftw_psend_init_fn_t native_init)
+                        ftw_psend_init_fn_t native_init,
+                        ftw_psend_init_c_fn_t native_init_c)
 {
     ftw_op_t op;
 
     if (ftw_quiet()) {
-        int rc = native_init(buf, count, dt, dest, tag, comm, request);
+        int rc = psend_call(buf, count, dt, dest, tag, comm, request,
+                            native_init, native_init_c);
 
         if (rc == MPI_SUCCESS)
             ftw_req_add_quiet(*request, comm, dest, kind, 1, NULL, 0,
@@ -46,14 +63,16 @@ static int psend_native(const void *buf, int count, MPI_Datatype dt,
         *request = MPI_REQUEST_NULL;
         return op.rc;
     }
-    return ftw_op_posted(&op, native_init(buf, count, dt, op.npeer, tag,
-                                          op.native, request), request);
+    return ftw_op_posted(&op, psend_call(buf, count, dt, op.npeer, tag,
+                                         op.native, request, native_init,
+                                         native_init_c), request);
 }
 
-int ftw_rndv_psend_init(const void *buf, int count, MPI_Datatype dt,
+int ftw_rndv_psend_init(const void *buf, MPI_Count count, MPI_Datatype dt,
                         int dest, int tag, MPI_Comm comm, int kind,
                         const char *name, MPI_Request *request,
-                        ftw_psend_init_fn_t native_init)
+                        ftw_psend_init_fn_t native_init,
+                        ftw_psend_init_c_fn_t native_init_c)
 {
     ftw_rndv_psend_t *ps;
     ftw_status_t st;
@@ -64,7 +83,7 @@ int ftw_rndv_psend_init(const void *buf, int count, MPI_Datatype dt,
     if (world < 0 || ftw_type_size(dt, &size) != MPI_SUCCESS ||
         ftw_xport_for(world) == FTW_XPORT_ID_NATIVE)
         return psend_native(buf, count, dt, dest, tag, comm, kind, name,
-                            request, native_init);
+                            request, native_init, native_init_c);
     ftw_op_begin(&op, name, comm, dest, (ftw_op_kind_t)kind);
     op.info.persistent = 1;
     op.posts = 1;
@@ -74,9 +93,10 @@ int ftw_rndv_psend_init(const void *buf, int count, MPI_Datatype dt,
     }
     st = ftw_rndv_psend_new(buf, count, dt, count * size, world, &ps,
                             request);
-    if (st == FTW_ST_UNSUPPORTED)   /* no FIN tag left */
-        return ftw_op_posted(&op, native_init(buf, count, dt, op.npeer, tag,
-                                              op.native, request), request);
+    if (st == FTW_ST_UNSUPPORTED)   /* no FIN tag left, or unpackable */
+        return ftw_op_posted(&op, psend_call(buf, count, dt, op.npeer, tag,
+                                             op.native, request, native_init,
+                                             native_init_c), request);
     if (st != FTW_OK) {
         *request = MPI_REQUEST_NULL;
         return ftw_raise(comm, st == FTW_ST_NO_MEMORY ? MPI_ERR_NO_MEM

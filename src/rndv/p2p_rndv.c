@@ -1,6 +1,7 @@
 /* The rendezvous inside point-to-point calls: posting and finishing. */
 #include "rndv/p2p_rndv.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -470,22 +471,22 @@ int ftw_rndv_send_settle(const ftw_reqinfo_t *info, MPI_Request *req,
 }
 
 /* A large send the MPI carries: what the wrapper would have done. */
-static int send_native(ftw_op_t *op, const void *buf, int count,
+static int send_native(ftw_op_t *op, const void *buf, MPI_Count count,
                        MPI_Datatype dt, int tag, MPI_Request *request)
 {
-    int (*isend)(const void *, int, MPI_Datatype, int, int, MPI_Comm,
-                 MPI_Request *) =
-        op->info.kind == FTW_OP_SSEND ? PMPI_Issend : PMPI_Isend;
+    int sync = op->info.kind == FTW_OP_SSEND;
     MPI_Count size = 0;
 
     ftw_type_size(dt, &size);
     ftw_stat_add(FTW_STAT_RNDV_NATIVE, 1);
     ftw_stat_add(FTW_STAT_RNDV_NATIVE_BYTES, (uint64_t)(count * size));
     if (request != NULL)
-        return ftw_op_posted(op, isend(buf, count, dt, op->npeer, tag,
-                                       op->native, request), request);
-    return ftw_op_wait(op, isend(buf, count, dt, op->npeer, tag, op->native,
-                                 &op->req), MPI_STATUS_IGNORE);
+        return ftw_op_posted(op, ftw_isend_any(sync, buf, count, dt,
+                                               op->npeer, tag, op->native,
+                                               request), request);
+    return ftw_op_wait(op, ftw_isend_any(sync, buf, count, dt, op->npeer,
+                                         tag, op->native, &op->req),
+                       MPI_STATUS_IGNORE);
 }
 
 /* The request of a rendezvous send is its FIN receive: watched like a
@@ -501,9 +502,9 @@ static void send_info(ftw_op_t *op, const ftw_rndv_send_t *s)
     op->info.p2p_user = NULL;
 }
 
-int ftw_rndv_send_op(const void *buf, int count, MPI_Datatype dt, int dest,
-                     int tag, MPI_Comm comm, int kind, const char *name,
-                     MPI_Request *request)
+int ftw_rndv_send_op(const void *buf, MPI_Count count, MPI_Datatype dt,
+                     int dest, int tag, MPI_Comm comm, int kind,
+                     const char *name, MPI_Request *request)
 {
     ftw_rndv_send_t s;
     ftw_op_t op;
@@ -555,28 +556,52 @@ int ftw_rndv_send_op(const void *buf, int count, MPI_Datatype dt, int dest,
     return rc;
 }
 
+/* A split receive's type, of absolute addresses: the first FTW_RTS_SIZE
+ * bytes to scratch, the n after them in place at rest (any number: whole
+ * GiB blocks, then the tail, so no block length exceeds an int). */
+static int split_type(char *scratch, char *rest, MPI_Count n,
+                      MPI_Datatype *t)
+{
+    const MPI_Count gib = (MPI_Count)1 << 30;
+    MPI_Datatype blocks = MPI_DATATYPE_NULL;
+    MPI_Datatype types[3] = { MPI_BYTE, MPI_BYTE, MPI_BYTE };
+    int len[3] = { FTW_RTS_SIZE, (int)(n / gib), (int)(n % gib) };
+    MPI_Aint disp[3];
+    int rc = MPI_SUCCESS;
+
+    PMPI_Get_address(scratch, &disp[0]);
+    PMPI_Get_address(rest, &disp[1]);
+    PMPI_Get_address(rest + n / gib * gib, &disp[2]);
+    if (len[1] > 0 &&
+        (rc = PMPI_Type_contiguous((int)gib, MPI_BYTE, &blocks)) ==
+        MPI_SUCCESS)
+        types[1] = blocks;
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Type_create_struct(3, len, disp, types, t);
+    if (blocks != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&blocks);
+    if (rc == MPI_SUCCESS && (rc = PMPI_Type_commit(t)) != MPI_SUCCESS)
+        PMPI_Type_free(t);
+    return rc;
+}
+
 /* Post a receive: into the buffer, or the scratch header. */
-static int recv_post(ftw_op_t *op, void *buf, int count, MPI_Datatype dt,
-                     int tag, int persistent, MPI_Request *req)
+static int recv_post(ftw_op_t *op, void *buf, MPI_Count count,
+                     MPI_Datatype dt, int tag, int persistent,
+                     MPI_Request *req)
 {
     rstate_t *rs = op->info.owned;
 
     if ((op->info.rndv & FTW_RNDV_RSCRATCH) && rs->split) {
-        /* The first FTW_RTS_SIZE bytes to scratch, the rest in place. */
         MPI_Count size = 0;
-        MPI_Aint lb = 0, disp[2];
-        int len[2], rc;
-        MPI_Datatype t, types[2] = { MPI_BYTE, MPI_BYTE };
+        MPI_Aint lb = 0;
+        MPI_Datatype t;
+        int rc;
 
         ftw_type_size(dt, &size);
         contig(count, dt, &lb);
-        len[0] = FTW_RTS_SIZE;
-        len[1] = (int)(count * size) - FTW_RTS_SIZE;
-        PMPI_Get_address(rs->scratch, &disp[0]);
-        PMPI_Get_address((char *)buf + lb + FTW_RTS_SIZE, &disp[1]);
-        rc = PMPI_Type_create_struct(2, len, disp, types, &t);
-        if (rc == MPI_SUCCESS)
-            rc = PMPI_Type_commit(&t);
+        rc = split_type(rs->scratch, (char *)buf + lb + FTW_RTS_SIZE,
+                        count * size - FTW_RTS_SIZE, &t);
         if (rc != MPI_SUCCESS)
             return rc;
         rc = PMPI_Irecv(MPI_BOTTOM, 1, t, op->npeer, tag, op->native, req);
@@ -589,15 +614,15 @@ static int recv_post(ftw_op_t *op, void *buf, int count, MPI_Datatype dt,
         dt = MPI_BYTE;
     }
     if (persistent)
-        return PMPI_Recv_init(buf, count, dt, op->npeer, tag, op->native,
-                              req);
-    return PMPI_Irecv(buf, count, dt, op->npeer, tag, op->native, req);
+        return ftw_recv_init_any(buf, count, dt, op->npeer, tag, op->native,
+                                 req);
+    return ftw_irecv_any(buf, count, dt, op->npeer, tag, op->native, req);
 }
 
 /* Where an RTS would land: the buffer if the header fits (split if a
  * pending receive's RTS may lie there), else scratch. */
-static int recv_prepare(ftw_op_t *op, void *buf, int count, MPI_Datatype dt,
-                        int persistent)
+static int recv_prepare(ftw_op_t *op, void *buf, MPI_Count count,
+                        MPI_Datatype dt, int persistent)
 {
     rstate_t *rs;
     MPI_Count size;
@@ -662,8 +687,8 @@ static int recv_stashed(ftw_op_t *op, int *tag_p)
 /* A blocking receive on the fast path (quiet, stash empty) into a
  * contiguous buffer that holds an RTS: the plain fast-path receive, then,
  * only if what came is an RTS, the pull. */
-static int recv_fast(void *buf, int count, MPI_Datatype dt, int source,
-                     int tag, MPI_Comm comm, const char *name,
+static int recv_fast(void *buf, MPI_Count count, MPI_Datatype dt,
+                     int source, int tag, MPI_Comm comm, const char *name,
                      MPI_Status *status, MPI_Aint lb)
 {
     MPI_Status local, *st = status == MPI_STATUS_IGNORE ? &local : status;
@@ -677,7 +702,7 @@ static int recv_fast(void *buf, int count, MPI_Datatype dt, int source,
         ftw_stash_post_end();
         return FTW_PENDING_CODE;
     }
-    rc = PMPI_Irecv(buf, count, dt, source, tag, comm, &req);
+    rc = ftw_irecv_any(buf, count, dt, source, tag, comm, &req);
     ftw_stash_post_end();
     if (rc != MPI_SUCCESS)
         return rc;
@@ -730,15 +755,15 @@ static inline int scratch_fast(const ftw_reqinfo_t *info, rstate_t *rs,
  * request blocks (it does not).  No span is listed: such a receive meets
  * an RTS only when the message is too large for it, and reports the
  * truncation when it completes. */
-static int recv_small(void *buf, int count, MPI_Datatype dt, MPI_Count bytes,
-                      int source, int tag, MPI_Comm comm,
+static int recv_small(void *buf, MPI_Count count, MPI_Datatype dt,
+                      MPI_Count bytes, int source, int tag, MPI_Comm comm,
                       MPI_Request *request)
 {
     rstate_t *rs;
     int rc;
 
     if (bytes >= FTW_RTS_SIZE) {
-        rc = PMPI_Irecv(buf, count, dt, source, tag, comm, request);
+        rc = ftw_irecv_any(buf, count, dt, source, tag, comm, request);
         if (rc == MPI_SUCCESS)
             ftw_req_add_rndv_quiet(*request, comm, source, buf, count, dt,
                                    FTW_RNDV_RUSER, NULL);
@@ -763,7 +788,7 @@ static int recv_small(void *buf, int count, MPI_Datatype dt, MPI_Count bytes,
 /* The blocking form for a buffer smaller than an RTS: the fast-path
  * receive into a scratch header, then the copy (or, the message being too
  * large, the truncated pull). */
-static int recv_fast_scratch(void *buf, int count, MPI_Datatype dt,
+static int recv_fast_scratch(void *buf, MPI_Count count, MPI_Datatype dt,
                              int source, int tag, MPI_Comm comm,
                              const char *name, MPI_Status *status)
 {
@@ -804,7 +829,7 @@ static int recv_fast_scratch(void *buf, int count, MPI_Datatype dt,
  * for the rendezvous (out of line: the fast paths above keep a small
  * frame). */
 static __attribute__((noinline)) int
-recv_full(void *buf, int count, MPI_Datatype dt, int source, int tag,
+recv_full(void *buf, MPI_Count count, MPI_Datatype dt, int source, int tag,
           MPI_Comm comm, const char *name, int persistent,
           MPI_Request *request, MPI_Status *status)
 {
@@ -850,8 +875,8 @@ recv_full(void *buf, int count, MPI_Datatype dt, int source, int tag,
     return rc;
 }
 
-int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
-                     int tag, MPI_Comm comm, const char *name,
+int ftw_rndv_recv_op(void *buf, MPI_Count count, MPI_Datatype dt,
+                     int source, int tag, MPI_Comm comm, const char *name,
                      int persistent, MPI_Request *request,
                      MPI_Status *status)
 {
@@ -887,8 +912,8 @@ full:
 
 /* The receive posted (ftwrap's, stash first), then the send: wait for
  * both; the receive's outcome first, as MPI_Sendrecv reports it. */
-static int sendrecv_run(const void *sbuf, int scount, MPI_Datatype sdt,
-                        int dest, int stag, void *rbuf, int rcount,
+static int sendrecv_run(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                        int dest, int stag, void *rbuf, MPI_Count rcount,
                         MPI_Datatype rdt, int source, int rtag, MPI_Comm comm,
                         MPI_Status *status, const char *name)
 {
@@ -899,15 +924,20 @@ static int sendrecv_run(const void *sbuf, int scount, MPI_Datatype sdt,
                           &r, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS)
         return rc;
-    rc_s = MPI_Isend(sbuf, scount, sdt, dest, stag, comm, &s);
+#ifdef FTW_HAVE_MPI_ISEND_C
+    if (scount > INT_MAX)
+        rc_s = MPI_Isend_c(sbuf, scount, sdt, dest, stag, comm, &s);
+    else
+#endif
+        rc_s = MPI_Isend(sbuf, (int)scount, sdt, dest, stag, comm, &s);
     rc = MPI_Wait(&r, status);
     if (rc_s == MPI_SUCCESS)
         rc_s = MPI_Wait(&s, MPI_STATUS_IGNORE);
     return rc != MPI_SUCCESS ? rc : rc_s;
 }
 
-int ftw_rndv_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt,
-                      int dest, int stag, void *rbuf, int rcount,
+int ftw_rndv_sendrecv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                      int dest, int stag, void *rbuf, MPI_Count rcount,
                       MPI_Datatype rdt, int source, int rtag, MPI_Comm comm,
                       MPI_Status *status)
 {
@@ -915,15 +945,32 @@ int ftw_rndv_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt,
                         source, rtag, comm, status, "MPI_Sendrecv");
 }
 
-int ftw_rndv_sendrecv_replace(void *buf, int count, MPI_Datatype dt,
+/* MPI_Pack_size of any count. */
+static int pack_size(MPI_Count count, MPI_Datatype dt, MPI_Comm comm,
+                     MPI_Count *size_p)
+{
+#ifdef FTW_HAVE_MPI_PACK_SIZE_C
+    return PMPI_Pack_size_c(count, dt, comm, size_p);
+#else
+    int size = 0, rc = count > INT_MAX ? MPI_ERR_COUNT
+                                       : PMPI_Pack_size((int)count, dt, comm,
+                                                        &size);
+
+    *size_p = size;
+    return rc;
+#endif
+}
+
+int ftw_rndv_sendrecv_replace(void *buf, MPI_Count count, MPI_Datatype dt,
                               int dest, int stag, int source, int rtag,
                               MPI_Comm comm, MPI_Status *status)
 {
-    int size = 0, pos = 0, rc;
+    MPI_Count size = 0, pos = 0;
     void *copy;
+    int rc;
 
     /* The send's data, packed before the receive may overwrite it. */
-    rc = PMPI_Pack_size(count, dt, comm, &size);
+    rc = pack_size(count, dt, comm, &size);
     if (rc != MPI_SUCCESS)
         return ftw_raise(comm, rc, "MPI_Sendrecv_replace", -1);
     copy = malloc(size > 0 ? (size_t)size : 1);
@@ -1062,9 +1109,8 @@ static int scratch_copy(const ftw_reqinfo_t *info, MPI_Status *st,
 /* The first FTW_RTS_SIZE bytes a receive wrote to its buffer. */
 static void user_header(const ftw_reqinfo_t *info, ftw_rts_t *hdr)
 {
-    MPI_Count size = 1, n;
+    MPI_Count size = 1, n, pos = 0;
     MPI_Aint lb;
-    int pos = 0;
     char *tmp;
 
     memset(hdr, 0, sizeof(*hdr));
@@ -1077,8 +1123,8 @@ static void user_header(const ftw_reqinfo_t *info, ftw_rts_t *hdr)
     tmp = malloc((size_t)(n * size));
     if (tmp == NULL)
         return;
-    if (ftw_pack(info->buf, (int)n, info->dt, tmp, (int)(n * size), &pos,
-                  MPI_COMM_WORLD) == MPI_SUCCESS)
+    if (ftw_pack(info->buf, n, info->dt, tmp, n * size, &pos,
+                 MPI_COMM_WORLD) == MPI_SUCCESS)
         memcpy(hdr, tmp, sizeof(*hdr));
     free(tmp);
 }

@@ -16,15 +16,15 @@
 /* A send of count dt of at least ftw_rndv_min bytes (the caller checked):
  * rendezvous to a peer a transport reaches, else the MPI's own send.
  * kind: FTW_OP_SEND or FTW_OP_SSEND; request NULL: blocking. */
-int ftw_rndv_send_op(const void *buf, int count, MPI_Datatype dt, int dest,
-                     int tag, MPI_Comm comm, int kind, const char *name,
-                     MPI_Request *request);
+int ftw_rndv_send_op(const void *buf, MPI_Count count, MPI_Datatype dt,
+                     int dest, int tag, MPI_Comm comm, int kind,
+                     const char *name, MPI_Request *request);
 
 /* A receive while the rendezvous is on: posted so that an RTS can land
  * (in the buffer, or in a scratch header when the buffer is smaller).
  * request NULL: blocking (status used); persistent: MPI_Recv_init. */
-int ftw_rndv_recv_op(void *buf, int count, MPI_Datatype dt, int source,
-                     int tag, MPI_Comm comm, const char *name,
+int ftw_rndv_recv_op(void *buf, MPI_Count count, MPI_Datatype dt,
+                     int source, int tag, MPI_Comm comm, const char *name,
                      int persistent, MPI_Request *request,
                      MPI_Status *status);
 
@@ -68,18 +68,22 @@ void ftw_rndv_peek(MPI_Request req, MPI_Status *st);
 int ftw_rndv_orphan(MPI_Request req, ftw_reqinfo_t *info);
 
 /* The native persistent send a persistent rendezvous send falls back to
- * (PMPI_Send_init, PMPI_Ssend_init, PMPI_Rsend_init). */
+ * (PMPI_Send_init, PMPI_Ssend_init, PMPI_Rsend_init), and its large-count
+ * form (NULL for a call that has an int count). */
 typedef int (*ftw_psend_init_fn_t)(const void *, int, MPI_Datatype, int,
                                    int, MPI_Comm, MPI_Request *);
+typedef int (*ftw_psend_init_c_fn_t)(const void *, MPI_Count, MPI_Datatype,
+                                     int, int, MPI_Comm, MPI_Request *);
 
 /* A persistent send of count dt of at least ftw_rndv_min bytes (the
  * caller checked): a persistent rendezvous send to a peer a transport
- * reaches (p2p_psend.c), else native_init's.  kind: FTW_OP_SEND or
- * FTW_OP_SSEND. */
-int ftw_rndv_psend_init(const void *buf, int count, MPI_Datatype dt,
+ * reaches (p2p_psend.c), else native_init's (native_init_c's when the
+ * count does not fit an int).  kind: FTW_OP_SEND or FTW_OP_SSEND. */
+int ftw_rndv_psend_init(const void *buf, MPI_Count count, MPI_Datatype dt,
                         int dest, int tag, MPI_Comm comm, int kind,
                         const char *name, MPI_Request *request,
-                        ftw_psend_init_fn_t native_init);
+                        ftw_psend_init_fn_t native_init,
+                        ftw_psend_init_c_fn_t native_init_c);
 
 /* MPI_Start of *req while the rendezvous is on: a persistent rendezvous
  * send starts its round, a persistent receive is prepared (and may be
@@ -112,14 +116,16 @@ static inline int ftw_rndv_stashed(void)
     return ftw_stash_n > 0;
 }
 
-/* MPI_Sendrecv and MPI_Sendrecv_replace while the stash holds messages:
- * the receive is ftwrap's own (it takes from the stash first), the send
- * MPI_Isend; both waited for. */
-int ftw_rndv_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt,
-                      int dest, int stag, void *rbuf, int rcount,
+/* MPI_Sendrecv and MPI_Sendrecv_replace (and their large-count forms)
+ * while the stash holds messages or the send is large enough for the
+ * rendezvous: the receive is ftwrap's own (it takes from the stash
+ * first), the send MPI_Isend (MPI_Isend_c when its count does not fit an
+ * int); both waited for. */
+int ftw_rndv_sendrecv(const void *sbuf, MPI_Count scount, MPI_Datatype sdt,
+                      int dest, int stag, void *rbuf, MPI_Count rcount,
                       MPI_Datatype rdt, int source, int rtag, MPI_Comm comm,
                       MPI_Status *status);
-int ftw_rndv_sendrecv_replace(void *buf, int count, MPI_Datatype dt,
+int ftw_rndv_sendrecv_replace(void *buf, MPI_Count count, MPI_Datatype dt,
                               int dest, int stag, int source, int rtag,
                               MPI_Comm comm, MPI_Status *status);
 

@@ -231,9 +231,8 @@ ftw_status_t ftw_rndv_replay(void *buf, MPI_Count n, MPI_Comm *comm_p,
                         (FIN_TAG_BASE - 1));    /* below the FINs' */
     MPI_Request req;
 
-    if (n > INT32_MAX ||
-        PMPI_Isend(buf, (int)n, MPI_BYTE, self_world, tag, rndv_comm,
-                   &req) != MPI_SUCCESS) {
+    if (ftw_isend_any(0, buf, n, MPI_BYTE, self_world, tag, rndv_comm,
+                      &req) != MPI_SUCCESS) {
         ftw_error("MPI_Isend of a probed message to self failed");
         free(buf);
         return FTW_ST_MPI_ERROR;
@@ -252,18 +251,20 @@ static ftw_status_t send_owned(const void *buf, MPI_Count count,
                                void **owned_p, uint64_t *addr_p)
 {
     MPI_Aint lb;
-    int pos = 0;
+    MPI_Count pos = 0;
     char *owned;
 
     if (ftw_rndv_contig(count, dt, &lb)) {
         owned = calloc(1, sizeof(uint64_t));
         *addr_p = (uint64_t)(uintptr_t)((const char *)buf + lb);
     } else {
+        if (!ftw_rndv_packable(dt))
+            return FTW_ST_UNSUPPORTED;
         owned = malloc(sizeof(uint64_t) + (size_t)size);
         *addr_p = (uint64_t)(uintptr_t)(owned + sizeof(uint64_t));
-        if (owned != NULL && (size > INT32_MAX || count > INT32_MAX ||
-            ftw_pack(buf, (int)count, dt, owned + sizeof(uint64_t),
-                      (int)size, &pos, MPI_COMM_WORLD) != MPI_SUCCESS)) {
+        if (owned != NULL &&
+            ftw_pack(buf, count, dt, owned + sizeof(uint64_t), size, &pos,
+                     MPI_COMM_WORLD) != MPI_SUCCESS) {
             ftw_error("cannot pack %lld bytes for a rendezvous send",
                       (long long)size);
             free(owned);
@@ -384,7 +385,7 @@ ftw_status_t ftw_rndv_psend_new(const void *buf, MPI_Count count,
     MPI_Aint lb = 0;
     int contig = ftw_rndv_contig(count, dt, &lb), tag;
 
-    if (!contig && (size > INT32_MAX || count > INT32_MAX))
+    if (!contig && !ftw_rndv_packable(dt))
         return FTW_ST_UNSUPPORTED;
     tag = pfin_take();
     if (tag < 0)
@@ -429,13 +430,13 @@ ftw_status_t ftw_rndv_psend_post(ftw_rndv_psend_t *ps, int xport,
     ftw_rts_t *rts;
     MPI_Request rts_req;
     uint64_t addr;
-    int pos = 0;
+    MPI_Count pos = 0;
 
     ftw_rndv_progress();
     ftw_rndv_send_end(ps);      /* the last round's exposure, if any */
     if (ps->packed != NULL) {
-        if (ftw_pack(ps->buf, (int)ps->count, ps->dt, ps->packed,
-                     (int)ps->size, &pos, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        if (ftw_pack(ps->buf, ps->count, ps->dt, ps->packed, ps->size, &pos,
+                     MPI_COMM_WORLD) != MPI_SUCCESS) {
             ftw_error("cannot pack %lld bytes for a rendezvous send",
                       (long long)ps->size);
             return FTW_ST_INVALID_PARAM;
@@ -611,16 +612,24 @@ static char *recv_target(void *buf, MPI_Count count, MPI_Datatype dt,
 /* MPICH refuses a NULL buffer in MPI_Pack and MPI_Unpack even for a type
  * of absolute addresses (MPI_BOTTOM): such a call goes through a struct
  * type shifted one byte down, at address 1. */
-static int bottom_type(const void **buf, int *count, MPI_Datatype *dt,
+static int bottom_type(const void **buf, MPI_Count *count, MPI_Datatype *dt,
                        MPI_Datatype *tmp)
 {
-    MPI_Aint disp = -1;
-    int len = *count, rc;
+    int rc;
 
     *tmp = MPI_DATATYPE_NULL;
     if (*buf != MPI_BOTTOM || *count == 0)
         return MPI_SUCCESS;
+#ifdef FTW_HAVE_MPI_TYPE_CREATE_STRUCT_C
+    MPI_Count len = *count, disp = -1;
+
+    rc = PMPI_Type_create_struct_c(1, &len, &disp, dt, tmp);
+#else
+    MPI_Aint disp = -1;
+    int len = (int)*count;      /* pack_run's calls fit an int */
+
     rc = PMPI_Type_create_struct(1, &len, &disp, dt, tmp);
+#endif
     if (rc == MPI_SUCCESS && (rc = PMPI_Type_commit(tmp)) != MPI_SUCCESS)
         PMPI_Type_free(tmp);
     if (rc != MPI_SUCCESS)
@@ -631,69 +640,140 @@ static int bottom_type(const void **buf, int *count, MPI_Datatype *dt,
     return MPI_SUCCESS;
 }
 
-int ftw_pack(const void *buf, int count, MPI_Datatype dt, void *out,
-             int outsize, int *pos, MPI_Comm comm)
+/* One MPI_Pack (unpack 0) or MPI_Unpack of count dt at buf against the
+ * size packed bytes at packed, from *pos on: the large-count call where
+ * the MPI has it, else the int one, every number fitting an int. */
+static int pack_once(int unpack, const void *buf, MPI_Count count,
+                     MPI_Datatype dt, void *packed, MPI_Count size,
+                     MPI_Count *pos, MPI_Comm comm)
 {
     MPI_Datatype tmp;
     int rc = bottom_type(&buf, &count, &dt, &tmp);
 
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Pack(buf, count, dt, out, outsize, pos, comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+#ifdef FTW_HAVE_MPI_PACK_C
+    rc = unpack ? PMPI_Unpack_c(packed, size, pos, (void *)buf, count, dt,
+                                comm)
+                : PMPI_Pack_c(buf, count, dt, packed, size, pos, comm);
+#else
+    if (count > INT_MAX || size > INT_MAX) {
+        rc = MPI_ERR_COUNT;
+    } else {
+        int p = (int)*pos;
+
+        rc = unpack ? PMPI_Unpack(packed, (int)size, &p, (void *)buf,
+                                  (int)count, dt, comm)
+                    : PMPI_Pack(buf, (int)count, dt, packed, (int)size, &p,
+                                comm);
+        *pos = p;
+    }
+#endif
     if (tmp != MPI_DATATYPE_NULL)
         PMPI_Type_free(&tmp);
     return rc;
 }
 
-int ftw_unpack(const void *in, int insize, int *pos, void *buf, int count,
-               MPI_Datatype dt, MPI_Comm comm)
+#ifdef FTW_HAVE_MPI_PACK_C
+int ftw_rndv_packable(MPI_Datatype dt)
 {
-    const void *b = buf;
-    MPI_Datatype tmp;
-    int rc = bottom_type(&b, &count, &dt, &tmp);
+    (void)dt;
+    return 1;
+}
 
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Unpack(in, insize, pos, (void *)b, count, dt, comm);
-    if (tmp != MPI_DATATYPE_NULL)
-        PMPI_Type_free(&tmp);
-    return rc;
+static int pack_run(int unpack, const void *buf, MPI_Count count,
+                    MPI_Datatype dt, void *packed, MPI_Count size,
+                    MPI_Count *pos, MPI_Comm comm)
+{
+    return pack_once(unpack, buf, count, dt, packed, size, pos, comm);
+}
+#else
+/* How many dt elements INT_MAX bytes hold (0: not one). */
+static MPI_Count pack_group(MPI_Datatype dt)
+{
+    MPI_Count size = 0;
+
+    if (PMPI_Type_size_x(dt, &size) != MPI_SUCCESS)
+        return 0;
+    return size > 0 ? INT_MAX / size : INT_MAX;
+}
+
+int ftw_rndv_packable(MPI_Datatype dt)
+{
+    return pack_group(dt) > 0;
+}
+
+/* pack_once over any count, without the large-count calls: in groups of
+ * whole elements of at most INT_MAX bytes, each against its own stretch
+ * of the packed bytes (the packed form of a job of one architecture is
+ * the elements' bytes in order, a group's after the one before). */
+static int pack_run(int unpack, const void *buf, MPI_Count count,
+                    MPI_Datatype dt, void *packed, MPI_Count size,
+                    MPI_Count *pos, MPI_Comm comm)
+{
+    MPI_Count group = pack_group(dt), lb, extent;
+    int rc;
+
+    if (count <= group && size <= INT_MAX)
+        return pack_once(unpack, buf, count, dt, packed, size, pos, comm);
+    if (group == 0)
+        return MPI_ERR_COUNT;
+    if ((rc = PMPI_Type_get_extent_x(dt, &lb, &extent)) != MPI_SUCCESS)
+        return rc;
+    for (MPI_Count done = 0; done < count; done += group) {
+        MPI_Count n = count - done < group ? count - done : group, p = 0;
+        MPI_Count room = size - *pos < INT_MAX ? size - *pos : INT_MAX;
+
+        rc = pack_once(unpack, (const char *)buf + done * extent, n, dt,
+                       (char *)packed + *pos, room, &p, comm);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        *pos += p;
+    }
+    return MPI_SUCCESS;
+}
+#endif
+
+int ftw_pack(const void *buf, MPI_Count count, MPI_Datatype dt, void *out,
+             MPI_Count outsize, MPI_Count *pos, MPI_Comm comm)
+{
+    return pack_run(0, buf, count, dt, out, outsize, pos, comm);
 }
 
 int ftw_unpack_bytes(const char *src, MPI_Count n, void *buf,
                      MPI_Datatype dt)
 {
-    MPI_Count size, whole, rem;
-    MPI_Aint lb, extent;
-    int pos = 0, epos = 0, rc;
+    MPI_Count size, whole, rem, pos = 0, epos = 0, lb, extent;
     char *elem, *tmp;
+    int rc;
 
     if (n <= 0)
         return MPI_SUCCESS;
     if ((rc = PMPI_Type_size_x(dt, &size)) != MPI_SUCCESS)
         return rc;
-    if (size == 0 || n > INT32_MAX)
+    if (size == 0)
         return MPI_ERR_COUNT;
     whole = n / size;
     rem = n % size;
     if (whole > 0 &&
-        (rc = ftw_unpack(src, (int)n, &pos, buf, (int)whole, dt,
-                          MPI_COMM_WORLD)) != MPI_SUCCESS)
+        (rc = pack_run(1, buf, whole, dt, (void *)src, n, &pos,
+                       MPI_COMM_WORLD)) != MPI_SUCCESS)
         return rc;
     if (rem == 0)
         return MPI_SUCCESS;
     /* MPI_Unpack moves whole elements: the last, partial one is the
      * element as the buffer holds it with its first rem bytes replaced. */
-    if ((rc = PMPI_Type_get_extent(dt, &lb, &extent)) != MPI_SUCCESS)
+    if ((rc = PMPI_Type_get_extent_x(dt, &lb, &extent)) != MPI_SUCCESS)
         return rc;
     elem = (char *)buf + whole * extent;
     tmp = malloc((size_t)size);
     if (tmp == NULL)
         return MPI_ERR_NO_MEM;
-    rc = PMPI_Pack(elem, 1, dt, tmp, (int)size, &epos, MPI_COMM_WORLD);
+    rc = pack_once(0, elem, 1, dt, tmp, size, &epos, MPI_COMM_WORLD);
     if (rc == MPI_SUCCESS) {
         memcpy(tmp, src + pos, (size_t)rem);
         epos = 0;
-        rc = PMPI_Unpack(tmp, (int)size, &epos, elem, 1, dt,
-                         MPI_COMM_WORLD);
+        rc = pack_once(1, elem, 1, dt, tmp, size, &epos, MPI_COMM_WORLD);
     }
     free(tmp);
     return rc;

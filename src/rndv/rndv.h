@@ -27,10 +27,12 @@
 #ifndef FTW_RNDV_RNDV_H
 #define FTW_RNDV_RNDV_H
 
+#include <limits.h>
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ftw_mpi_have.h"
 #include "util/status.h"
 
 /* The RTS header, what the receiver's native receive gets. */
@@ -62,6 +64,68 @@ typedef enum {
     FTW_FIN_FAILED = 2,     /* the receiver could not pull */
 } ftw_fin_code_t;
 
+/* The MPI's nonblocking send (sync: synchronous), receive, persistent
+ * receive and matched receive of count dt, whatever the count: the
+ * large-count form when it does not fit an int.  Only the large-count
+ * wrappers pass such counts, and only an MPI that has those forms has
+ * them; MPI_ERR_COUNT elsewhere. */
+static inline int ftw_isend_any(int sync, const void *buf, MPI_Count count,
+                                MPI_Datatype dt, int dest, int tag,
+                                MPI_Comm comm, MPI_Request *req)
+{
+#ifdef FTW_HAVE_MPI_ISEND_C
+    if (count > INT_MAX)
+        return (sync ? PMPI_Issend_c : PMPI_Isend_c)(buf, count, dt, dest,
+                                                     tag, comm, req);
+#else
+    if (count > INT_MAX)
+        return MPI_ERR_COUNT;
+#endif
+    return (sync ? PMPI_Issend : PMPI_Isend)(buf, (int)count, dt, dest, tag,
+                                             comm, req);
+}
+
+static inline int ftw_irecv_any(void *buf, MPI_Count count, MPI_Datatype dt,
+                                int source, int tag, MPI_Comm comm,
+                                MPI_Request *req)
+{
+#ifdef FTW_HAVE_MPI_IRECV_C
+    if (count > INT_MAX)
+        return PMPI_Irecv_c(buf, count, dt, source, tag, comm, req);
+#else
+    if (count > INT_MAX)
+        return MPI_ERR_COUNT;
+#endif
+    return PMPI_Irecv(buf, (int)count, dt, source, tag, comm, req);
+}
+
+static inline int ftw_recv_init_any(void *buf, MPI_Count count,
+                                    MPI_Datatype dt, int source, int tag,
+                                    MPI_Comm comm, MPI_Request *req)
+{
+#ifdef FTW_HAVE_MPI_RECV_INIT_C
+    if (count > INT_MAX)
+        return PMPI_Recv_init_c(buf, count, dt, source, tag, comm, req);
+#else
+    if (count > INT_MAX)
+        return MPI_ERR_COUNT;
+#endif
+    return PMPI_Recv_init(buf, (int)count, dt, source, tag, comm, req);
+}
+
+static inline int ftw_imrecv_any(void *buf, MPI_Count count, MPI_Datatype dt,
+                                 MPI_Message *msg, MPI_Request *req)
+{
+#ifdef FTW_HAVE_MPI_IMRECV_C
+    if (count > INT_MAX)
+        return PMPI_Imrecv_c(buf, count, dt, msg, req);
+#else
+    if (count > INT_MAX)
+        return MPI_ERR_COUNT;
+#endif
+    return PMPI_Imrecv(buf, (int)count, dt, msg, req);
+}
+
 /* Smallest message that goes through the rendezvous; 0: off. */
 extern size_t ftw_rndv_min;
 
@@ -84,7 +148,8 @@ typedef struct {
 /* Start a rendezvous send of count dt at buf (size bytes) to world rank
  * world, which is rank npeer of native; the RTS carries tag.
  * FTW_ST_UNSUPPORTED: nothing was sent, the transport cannot take this
- * message now (verbs: its QP is being reconnected); send it natively. */
+ * message now (verbs: its QP is being reconnected) or the data cannot be
+ * packed (ftw_rndv_packable); send it natively. */
 ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
                                  MPI_Datatype dt, MPI_Count size, int world,
                                  int xport, int tag, MPI_Comm native,
@@ -176,12 +241,17 @@ int ftw_rndv_contig(MPI_Count count, MPI_Datatype dt, MPI_Aint *lb_p);
 int ftw_unpack_bytes(const char *src, MPI_Count n, void *buf,
                      MPI_Datatype dt);
 
-/* MPI_Pack and MPI_Unpack that also take MPI_BOTTOM with a type of
- * absolute addresses (which MPICH refuses as a null pointer). */
-int ftw_pack(const void *buf, int count, MPI_Datatype dt, void *out,
-             int outsize, int *pos, MPI_Comm comm);
-int ftw_unpack(const void *in, int insize, int *pos, void *buf, int count,
-               MPI_Datatype dt, MPI_Comm comm);
+/* MPI_Pack of any count and size (MPI_Pack_c where the MPI has it, else
+ * int-sized calls over groups of whole elements) that also takes
+ * MPI_BOTTOM with a type of absolute addresses (which MPICH refuses as a
+ * null pointer). */
+int ftw_pack(const void *buf, MPI_Count count, MPI_Datatype dt, void *out,
+             MPI_Count outsize, MPI_Count *pos, MPI_Comm comm);
+
+/* Can ftw_pack and ftw_unpack_bytes move elements of dt?  Not where the
+ * MPI has no large-count pack and one element is larger than INT_MAX
+ * bytes. */
+int ftw_rndv_packable(MPI_Datatype dt);
 
 /* Keep driving a request nobody waits for any more until the MPI lets
  * go of it, then free buf (which it may use until then). */

@@ -93,16 +93,21 @@ static int take_message(ftw_op_t *op, ftw_stash_t *e, MPI_Message *msg,
 
     if (n != FTW_RTS_SIZE) {
         e->data = malloc(n > 0 ? (size_t)n : 1);
-        if (e->data == NULL || n > INT32_MAX) {
+        if (e->data == NULL) {
             ftw_error("%s: no room for a message of %lld bytes taken "
                       "ahead of a probed one", op->name, (long long)n);
-            free(e->data);
-            e->data = NULL;
             return MPI_ERR_NO_MEM;
         }
         dst = e->data;
     }
-    rc = PMPI_Imrecv(dst, (int)n, MPI_BYTE, msg, &req);
+    rc = ftw_imrecv_any(dst, n, MPI_BYTE, msg, &req);
+    if (rc != MPI_SUCCESS) {
+        ftw_error("%s: cannot take a message of %lld bytes ahead of a "
+                  "probed one", op->name, (long long)n);
+        free(e->data);
+        e->data = NULL;
+        return rc;
+    }
     if (c != NULL && !c->is_inter && src >= 0 && src < c->size)
         world = c->peer_world[src];
     while (rc == MPI_SUCCESS && !flag) {
