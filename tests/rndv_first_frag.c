@@ -1,21 +1,22 @@
-/* ftw-test: np=2 mode=both timeout=120 env=FTW_RNDV_THRESHOLD=8k env=FTW_RNDV_FIRST=16k env=FTW_RNDV_CHUNK=1m env=FTW_XPORT=cma */
+/* ftw-test: np=2 mode=both timeout=120 env=FTW_RNDV_THRESHOLD=2k env=FTW_EAGER_MAX=1k env=FTW_RNDV_FIRST=4k env=FTW_RNDV_CHUNK=1m env=FTW_XPORT=cma */
 /*
- * rndv_first_frag - rendezvous messages whose first 16 KiB travel with
- * the RTS (FTW_RNDV_FIRST=16k, threshold 8 KiB: some messages lie wholly
+ * rndv_first_frag - rendezvous messages whose first 4 KiB travel with
+ * the RTS (FTW_RNDV_FIRST=4k, threshold 2 KiB: some messages lie wholly
  * in the fragment, some just past it); natively the same assertions hold
- * (transparency).
+ * (transparency); FTW_EAGER_MAX=1k, so that blocking sends of a few KiB
+ * take the rendezvous too.
  *
  * Asserts, every payload checked byte for byte against its pattern and
  * the byte after it untouched:
- *  - blocking MPI_Send/MPI_Recv of 8 KiB, 8 KiB + 1, 16 KiB - 1, 16 KiB,
- *    16 KiB + 1, 64 KiB + 5 and 1 MiB + 3, both directions, with the real
+ *  - blocking MPI_Send/MPI_Recv of 2 KiB, 2 KiB + 1, 4 KiB - 1, 4 KiB,
+ *    4 KiB + 1, 64 KiB + 5 and 1 MiB + 3, both directions, with the real
  *    size in the status;
  *  - the same sizes at once as MPI_Isend/MPI_Irecv in both directions
  *    (each process's FIN receives and its peer's fragments meet on the
  *    same pair), completed by MPI_Waitall;
  *  - a strided send (MPI_Type_vector) into a contiguous receive, and a
  *    contiguous send into a strided receive, the gaps untouched;
- *  - receives of 4 KiB (inside the fragment) and 32 KiB (past it) of a
+ *  - receives of 1 KiB (inside the fragment) and 32 KiB (past it) of a
  *    64 KiB + 5 message: MPI_ERR_TRUNCATE and, under ftwrap (the MPIs
  *    leave a truncated buffer undefined), the prefix right and the byte
  *    past the buffer untouched; the sender's MPI_Send succeeds; the next
@@ -24,7 +25,7 @@
  *  - MPI_Probe and MPI_Improbe report the announced size, and the
  *    receive (MPI_Recv, MPI_Mrecv) then gets the message;
  *  - a persistent send (MPI_Send_init) of 64 KiB + 5, 5 rounds with the
- *    data changed between them, and one of 12 KiB (in the fragment);
+ *    data changed between them, and one of 3 KiB (in the fragment);
  *  - an MPI_Isend to self, received by MPI_Recv;
  *  - under ftwrap the receivers took a first fragment for every
  *    rendezvous message (FTW_Stat_get "rndv_first_frag"; skipped
@@ -35,13 +36,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FIRST (16 << 10)
+#define FIRST (4 << 10)
 #define NSIZES 7
 #define MAXLEN ((size_t)(1 << 20) + 3 + 1)
 #define BIG ((64 << 10) + 5)
 #define ROUNDS 5
 
-static const int sizes[NSIZES] = { 8 << 10, (8 << 10) + 1, FIRST - 1, FIRST,
+static const int sizes[NSIZES] = { 2 << 10, (2 << 10) + 1, FIRST - 1, FIRST,
                                    FIRST + 1, BIG, (1 << 20) + 3 };
 
 static int rank, peer;
@@ -82,7 +83,7 @@ static int test_blocking(unsigned char *sbuf, unsigned char *rbuf)
             ok &= mpi_ok(MPI_Send(sbuf, sizes[i], MPI_BYTE, 0, i,
                                   MPI_COMM_WORLD), "MPI_Send");
         }
-        frags += sizes[i] >= (8 << 10);
+        frags++;
     }
     return ok;
 }
@@ -113,7 +114,7 @@ static int test_nonblocking(void)
         ok &= n == sizes[i] && r[i][sizes[i]] == 0xa5 &&
               tap_check(r[i], (size_t)sizes[i],
                         200 + (uint64_t)(peer * 16 + i));
-        frags += sizes[i] >= (8 << 10);
+        frags++;
         free(s[i]);
         free(r[i]);
     }
@@ -176,11 +177,11 @@ static int test_strided(void)
     return ok;
 }
 
-/* Rank 0 sends BIG three times; rank 1 takes 4 KiB, then 32 KiB, then
+/* Rank 0 sends BIG three times; rank 1 takes 1 KiB, then 32 KiB, then
  * all of it. */
 static int test_truncated(unsigned char *sbuf, unsigned char *rbuf)
 {
-    static const int room[2] = { 4 << 10, 32 << 10 };
+    static const int room[2] = { 1 << 10, 32 << 10 };
     int ok = 1, cls, good;
 
     for (int k = 0; k < 2; k++) {
@@ -317,8 +318,8 @@ int main(int argc, char **argv)
            "MPI_Improbe report the size, the message follows");
     tap_ok(test_persistent(sbuf, rbuf, BIG, 70), "persistent send of 64 KiB "
            "+ 5, %d rounds of changing data", ROUNDS);
-    tap_ok(test_persistent(sbuf, rbuf, 12 << 10, 71), "persistent send of "
-           "12 KiB (all in the fragment), %d rounds", ROUNDS);
+    tap_ok(test_persistent(sbuf, rbuf, 3 << 10, 71), "persistent send of "
+           "3 KiB (all in the fragment), %d rounds", ROUNDS);
     tap_ok(test_self(sbuf, rbuf), "MPI_Isend to self, MPI_Recv");
     got = tap_ftw_stat("rndv_first_frag");
     want = frags + 1;   /* and the one to self */

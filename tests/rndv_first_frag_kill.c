@@ -1,8 +1,8 @@
-/* ftw-test: np=3 mode=ftwrap timeout=40 expect-failed=1 fate=1:signal:KILL env=FTW_RNDV_THRESHOLD=8k env=FTW_RNDV_FIRST=16k env=FTW_INJECT=rank=1,at=frag:1 env=FTW_XPORT=cma */
+/* ftw-test: np=3 mode=ftwrap timeout=40 expect-failed=1 fate=1:signal:KILL env=FTW_RNDV_THRESHOLD=2k env=FTW_EAGER_MAX=1k env=FTW_RNDV_FIRST=4k env=FTW_INJECT=rank=1,at=frag:1 env=FTW_XPORT=cma */
 /*
  * rndv_first_frag_kill - a sender killed between its RTS and its first
  * fragment (FTW_INJECT at=frag:1), with the whole message in the
- * fragment (12 KiB, FTW_RNDV_FIRST=16k): its receiver has nothing to
+ * fragment (3 KiB, FTW_RNDV_FIRST=4k): its receiver has nothing to
  * pull and waits for the fragment alone.
  *
  * Asserts:
@@ -22,7 +22,7 @@
 #include "ftwrap.h"
 
 #ifndef LEN
-#define LEN ((size_t)12 << 10)
+#define LEN ((size_t)3 << 10)
 #endif
 #define NEXT ((size_t)(1 << 20) + 5)
 

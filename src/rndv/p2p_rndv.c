@@ -1000,7 +1000,10 @@ static int rts_finish(const ftw_reqinfo_t *info, MPI_Status *st,
     char *tmp;
     int rc;
 
-    if (heads_rescue(info) > 0 && ftw_threaded &&
+    /* A fragment's receive lets the MPI complete other receives while
+     * this one is pulled: one of them may then write its RTS in a
+     * header in this range, as another thread's progress may. */
+    if (heads_rescue(info) > 0 && (ftw_threaded || rts->first > 0) &&
         ftw_type_size(info->dt, &size) == MPI_SUCCESS &&
         contig(info->count, info->dt, &lb) &&
         (tmp = malloc(info->count * size > 0 ? (size_t)(info->count * size)

@@ -17,8 +17,10 @@
 #define FTW_RNDV_MIN_FLOOR 1024     /* far above FTW_RTS_SIZE */
 #define FIN_TAG_BASE 64
 #define FIN_TAG_SPAN (1 << 20)
-#define FIRST_MAX ((size_t)1 << 20)     /* FTW_RNDV_FIRST's ceiling */
-#define FIRST_VERBS ((size_t)16 << 10)  /* its default over verbs */
+/* FTW_RNDV_FIRST's ceiling: what both MPIs deliver at once, the
+ * sender's progress not needed (Open MPI's vader eager limit; MPICH's UCX
+ * shared-memory segment holds 8 KiB), as the RTS is delivered. */
+#define FIRST_MAX ((size_t)4 << 10)
 
 size_t ftw_rndv_min;
 _Atomic int ftw_rndv_on;
@@ -29,7 +31,7 @@ static MPI_Comm rndv_comm = MPI_COMM_NULL;  /* FIN messages, by world rank */
  * a process's FIN receives wait for its peers' FINs under tags their own
  * sends' fragments would also carry. */
 static MPI_Comm frag_comm = MPI_COMM_NULL;
-static size_t first_len[FTW_XPORT_ID_COUNT];    /* by transport */
+static size_t first_len;       /* FTW_RNDV_FIRST, at most FIRST_MAX */
 static int self_world = -1;
 static int fin_tag_span = FIN_TAG_SPAN;
 static _Atomic unsigned fin_seq;    /* threads' sends take distinct tags */
@@ -145,30 +147,16 @@ static ftw_status_t cookie_init(size_t *min_p)
     return FTW_OK;
 }
 
-/* FTW_RNDV_FIRST: the bytes a message over each transport sends with its
- * RTS.  auto: only verbs, whose pull starts with a round trip (an RDMA
- * READ); cma and shm start copying at once, nothing to hide. */
+/* FTW_RNDV_FIRST, bounded: a larger fragment would wait for its sender's
+ * MPI calls, and so would its receiver. */
 static void first_init(void)
 {
-    const char *v = ftw_cfg.rndv_first;
-    size_t n = 0;
-
-    memset(first_len, 0, sizeof(first_len));
-    if (v == NULL || *v == '\0' || strcmp(v, "auto") == 0) {
-        first_len[FTW_XPORT_ID_VERBS] = FIRST_VERBS;
-        return;
+    first_len = ftw_cfg.rndv_first;
+    if (first_len > FIRST_MAX) {
+        ftw_warn("FTW_RNDV_FIRST=%zu is above %zu: %zu", first_len,
+                 FIRST_MAX, FIRST_MAX);
+        first_len = FIRST_MAX;
     }
-    if (ftw_cfg_parse_size(v, &n) != 0) {
-        ftw_warn("FTW_RNDV_FIRST='%s' is neither a size nor auto: 0", v);
-        return;
-    }
-    if (n > FIRST_MAX) {
-        ftw_warn("FTW_RNDV_FIRST=%s is above %zu: %zu", v, FIRST_MAX,
-                 FIRST_MAX);
-        n = FIRST_MAX;
-    }
-    for (int x = 0; x < FTW_XPORT_ID_COUNT; x++)
-        first_len[x] = x == FTW_XPORT_ID_NATIVE ? 0 : n;
 }
 
 /* The largest FIN tag span the MPI allows. */
@@ -337,14 +325,14 @@ static ftw_status_t send_owned(const void *buf, MPI_Count count,
     return FTW_OK;
 }
 
-/* A copy of the first bytes of a message (rts->size bytes at addr, over
- * rts->xport) to send right after its RTS, their number in rts->first;
+/* A copy of the first bytes of a message (rts->size bytes at addr) to
+ * send right after its RTS, their number in rts->first;
  * NULL (first 0) when none go.  A copy: the fragment's send may outlive
  * the send it belongs to (its FIN can come before the MPI lets go of it),
  * and a persistent send's next round changes the data. */
 static void *frag_copy(ftw_rts_t *rts, uint64_t addr)
 {
-    size_t n = first_len[rts->xport];
+    size_t n = first_len;
     void *copy;
 
     rts->first = 0;

@@ -97,12 +97,11 @@ static const ftw_cfg_row_t cfg_table[] = {
       "A rendezvous pull reads at most this many bytes at a time and checks "
       "for failures in between.",
       FTW_CFG_SIZE, FTW_CFG_FIELD(rndv_chunk), NULL },
-    { "FTW_RNDV_FIRST", "auto",
-      "Bytes of a rendezvous message sent with its RTS, as an eager message "
-      "the receiver takes while it pulls the rest (the pull's first round "
-      "trip is hidden): a size for every transport, 0 for none, or auto "
-      "(per transport: cma and shm 0, verbs 16k).  At most 1m.",
-      FTW_CFG_STRING, FTW_CFG_FIELD(rndv_first), NULL },
+    { "FTW_RNDV_FIRST", "0",
+      "Bytes of a rendezvous message sent right after its RTS, as an eager "
+      "message the receiver takes while it pulls the rest (the pull's first "
+      "round trip is hidden); 0: none.  At most 1m.",
+      FTW_CFG_SIZE, FTW_CFG_FIELD(rndv_first), NULL },
     { "FTW_QUARANTINE", "error",
       "A receive into a quarantined buffer range: error (fails with "
       "FTW_ERR_BUFFER_UNUSABLE) or bounce (lands in a private buffer, "
@@ -177,7 +176,7 @@ static int parse_bool(const char *s, int *v_p)
     return -1;
 }
 
-int ftw_cfg_parse_size(const char *s, size_t *v_p)
+static int parse_size(const char *s, size_t *v_p)
 {
     char *end;
     unsigned long long v;
@@ -220,7 +219,7 @@ static int cfg_parse(const ftw_cfg_row_t *row, const char *s)
         return 0;
     }
     case FTW_CFG_SIZE:
-        return ftw_cfg_parse_size(s, field);
+        return parse_size(s, field);
     case FTW_CFG_DOUBLE: {
         double v;
 

@@ -36,7 +36,7 @@ typedef struct {
     size_t rndv_threshold;  /* FTW_RNDV_THRESHOLD, bytes; 0: off */
     int xport;              /* FTW_XPORT: ftw_xport_mode_t */
     size_t rndv_chunk;      /* FTW_RNDV_CHUNK, bytes */
-    const char *rndv_first; /* FTW_RNDV_FIRST: bytes, or auto */
+    size_t rndv_first;      /* FTW_RNDV_FIRST, bytes; 0: none */
     size_t shm_frag;        /* FTW_SHM_FRAG, bytes */
     int shm_slots;          /* FTW_SHM_SLOTS */
     int quarantine;         /* FTW_QUARANTINE: ftw_quarantine_mode_t */
@@ -112,10 +112,6 @@ extern ftw_config_t ftw_cfg;
  * parse is reported and replaced by the default (FTW_ST_INVALID_PARAM is
  * returned so the caller may refuse to go on). */
 ftw_status_t ftw_config_load(void);
-
-/* A size as the table's size rows take it ("16k", "1m", "4096"); 0 on
- * success. */
-int ftw_cfg_parse_size(const char *s, size_t *v_p);
 
 /* Print the table: name, type, value in effect, default, help. */
 void ftw_config_print(FILE *out);
