@@ -635,11 +635,12 @@ static ftw_status_t pull_chunked(const ftw_rts_t *rts,
 }
 
 /* Pull bytes [off, off + len) of the message rts announces into dst;
- * *xport_p: the transport that moved them (nothing to move: rts's).  A transport that pulls whole messages (shm's pipeline checks
- * the sender and injects faults at the same chunk boundaries as the
- * others) does it in one call; when it cannot start (shm: no segment,
- * another thread pulling), its fallback does (cma).  The others read
- * chunk by chunk (cma: process_vm_readv, verbs: RDMA READ). */
+ * *xport_p: the transport that moved them (nothing to move: rts's).  A
+ * transport that pulls whole messages (shm's pipeline checks the sender
+ * and injects faults at the same chunk boundaries as the others) does it
+ * in one call; when it cannot start (shm: no segment, another thread
+ * pulling), its fallback does (cma).  The others read chunk by chunk
+ * (cma: process_vm_readv, verbs: RDMA READ). */
 static ftw_status_t rndv_pull(const ftw_rts_t *rts, size_t off, char *dst,
                               size_t len, int *xport_p)
 {
@@ -711,11 +712,11 @@ static ftw_status_t frag_wait(const ftw_rts_t *rts, frag_t *f, int dead,
                               char *dst, MPI_Count take)
 {
     unsigned spins = 0;
-    int flag = 0;
+    int flag;
 
     if (f->n == 0)
         return FTW_OK;
-    while (!flag) {
+    for (;;) {
         if (dead)
             return frag_cancel(f);
         if (PMPI_Test(&f->req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {

@@ -100,7 +100,7 @@ static const ftw_cfg_row_t cfg_table[] = {
     { "FTW_RNDV_FIRST", "0",
       "Bytes of a rendezvous message sent right after its RTS, as an eager "
       "message the receiver takes while it pulls the rest (the pull's first "
-      "round trip is hidden); 0: none.  At most 1m.",
+      "round trip is hidden); 0: none.  At most 4k.",
       FTW_CFG_SIZE, FTW_CFG_FIELD(rndv_first), NULL },
     { "FTW_QUARANTINE", "error",
       "A receive into a quarantined buffer range: error (fails with "
