@@ -92,6 +92,7 @@ build/$(1)/tests/rndv_threads_shm build/$(1)/tests/rndv_threads_auto: tests/rndv
 build/$(1)/tests/rndv_type_lifetime: tests/p2p_type_lifetime.c
 build/$(1)/tests/rndv_fail_sender_shm: tests/rndv_fail_sender.c
 build/$(1)/tests/rndv_fail_receiver_shm: tests/rndv_fail_receiver.c
+build/$(1)/tests/rndv_first_frag_kill_pull: tests/rndv_first_frag_kill.c
 build/$(1)/tests/inter_validate_even: tests/inter_validate.c
 build/$(1)/tests/inter_shrink_even: tests/inter_shrink.c
 build/$(1)/tests/agree_nomem_agree build/$(1)/tests/agree_nomem_shrink: tests/agree_nomem.c

@@ -140,6 +140,8 @@ typedef enum {
                              * (ftw_comm_dup_watched, MPI_Comm_dup's) */
     FTW_INJECT_NOMEM,       /* an allocation for an agreement: the N-th
                              * fails as if out of memory (no signal) */
+    FTW_INJECT_FRAG,        /* a rendezvous send's first fragment, about to
+                             * go after its RTS (FTW_RNDV_FIRST) */
     FTW_INJECT_NPOINTS
 } ftw_inject_point_t;
 

@@ -43,6 +43,7 @@ static const char *const point_names[FTW_INJECT_NPOINTS] = {
     [FTW_INJECT_SETTLED] = "settled",
     [FTW_INJECT_DUP] = "dup",
     [FTW_INJECT_NOMEM] = "nomem",
+    [FTW_INJECT_FRAG] = "frag",
 };
 
 int ftw_inject_pulled_rank = -1;
@@ -168,7 +169,7 @@ static ftw_status_t inject_parse(char *spec, long *rank_p)
         if (parse_item(item, rank_p, &have_at) < 0) {
             ftw_error("FTW_INJECT: cannot parse '%s' (expected rank=R[+R...], "
                       "at=send|recv|wait|probe|coll|finalize|pull|pulled|agree_up|"
-                      "agree_down|agreed|settled|dup|nomem:N or "
+                      "agree_down|agreed|settled|dup|nomem|frag:N or "
                       "sig=NAME)", bad);
             return FTW_ST_INVALID_PARAM;
         }

@@ -123,13 +123,17 @@ void ftw_drain_sink_progress(void)
             ;
     for (sunk_t **pp = &sunk; *pp != NULL;) {
         sunk_t *d = *pp;
-        int flag = 0;
+        MPI_Status st;
+        int flag = 0, n = 0;
 
-        PMPI_Test(&d->req, &flag, MPI_STATUS_IGNORE);
+        PMPI_Test(&d->req, &flag, &st);
         if (!flag) {
             pp = &d->next;
             continue;
         }
+        /* A rendezvous RTS: its first fragment goes too. */
+        if (PMPI_Get_count(&st, MPI_BYTE, &n) == MPI_SUCCESS)
+            ftw_rndv_drop(d->buf, n);
         *pp = d->next;
         free(d->buf);
         free(d);

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "rndv/rndv.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -16,12 +17,21 @@
 #define FTW_RNDV_MIN_FLOOR 1024     /* far above FTW_RTS_SIZE */
 #define FIN_TAG_BASE 64
 #define FIN_TAG_SPAN (1 << 20)
+/* FTW_RNDV_FIRST's ceiling: what both MPIs deliver at once, the
+ * sender's progress not needed (Open MPI's vader eager limit; MPICH's UCX
+ * shared-memory segment holds 8 KiB), as the RTS is delivered. */
+#define FIRST_MAX ((size_t)4 << 10)
 
 size_t ftw_rndv_min;
 _Atomic int ftw_rndv_on;
 
 static uint64_t cookie[2];
 static MPI_Comm rndv_comm = MPI_COMM_NULL;  /* FIN messages, by world rank */
+/* First fragments, by world rank and FIN tag: apart from rndv_comm, where
+ * a process's FIN receives wait for its peers' FINs under tags their own
+ * sends' fragments would also carry. */
+static MPI_Comm frag_comm = MPI_COMM_NULL;
+static size_t first_len;       /* FTW_RNDV_FIRST, at most FIRST_MAX */
 static int self_world = -1;
 static int fin_tag_span = FIN_TAG_SPAN;
 static _Atomic unsigned fin_seq;    /* threads' sends take distinct tags */
@@ -36,10 +46,13 @@ static int *pfin_free;
 static int pfin_nfree, pfin_cap;
 static pthread_mutex_t pfin_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Small sends nobody waits for (RTS headers, FINs) and their buffers. */
+/* Small sends nobody waits for (RTS headers, FINs, fragments) and their
+ * buffers; and receives of dropped fragments, cancelled if their sender
+ * (world) fails. */
 typedef struct {
     MPI_Request req;
     void *buf;
+    int world;          /* a receive's sender, -1 for a send */
 } loose_t;
 
 static loose_t *loose;
@@ -47,8 +60,9 @@ static int loose_n, loose_cap;
 /* Under MPI_THREAD_MULTIPLE: any thread adds, one at a time tests. */
 static pthread_mutex_t loose_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Keep a small send until the MPI is done with its buffer. */
-void ftw_rndv_loose_add(MPI_Request req, void *buf)
+/* Keep a request until the MPI is done with its buffer; world: the
+ * sender of a receive, else -1. */
+static void loose_add(MPI_Request req, void *buf, int world)
 {
     ftw_mt_lock(&loose_lock);
     if (loose_n == loose_cap) {
@@ -58,7 +72,7 @@ void ftw_rndv_loose_add(MPI_Request req, void *buf)
         if (l == NULL) {
             /* Never free what the MPI may still read. */
             ftw_mt_unlock(&loose_lock);
-            ftw_warn_sparse("out of memory: a small send is not tracked");
+            ftw_warn_sparse("out of memory: a small message is not tracked");
             PMPI_Request_free(&req);
             return;
         }
@@ -66,8 +80,14 @@ void ftw_rndv_loose_add(MPI_Request req, void *buf)
         loose_cap = cap;
     }
     loose[loose_n].req = req;
+    loose[loose_n].world = world;
     loose[loose_n++].buf = buf;
     ftw_mt_unlock(&loose_lock);
+}
+
+void ftw_rndv_loose_add(MPI_Request req, void *buf)
+{
+    loose_add(req, buf, -1);
 }
 
 void ftw_rndv_progress(void)
@@ -80,6 +100,13 @@ void ftw_rndv_progress(void)
         int flag = 0;
 
         PMPI_Test(&loose[i].req, &flag, MPI_STATUS_IGNORE);
+        if (!flag && loose[i].world >= 0 &&
+            ftw_detect_is_failed(loose[i].world)) {
+            /* A fragment that will never come: cancelled (a local step
+             * for a receive), taken off at a later pass. */
+            PMPI_Cancel(&loose[i].req);
+            loose[i].world = -1;
+        }
         if (flag) {
             ftw_rndv_send_end(loose[i].buf);
             free(loose[i].buf);
@@ -120,6 +147,18 @@ static ftw_status_t cookie_init(size_t *min_p)
     return FTW_OK;
 }
 
+/* FTW_RNDV_FIRST, bounded: a larger fragment would wait for its sender's
+ * MPI calls, and so would its receiver. */
+static void first_init(void)
+{
+    first_len = ftw_cfg.rndv_first;
+    if (first_len > FIRST_MAX) {
+        ftw_warn("FTW_RNDV_FIRST=%zu is above %zu: %zu", first_len,
+                 FIRST_MAX, FIRST_MAX);
+        first_len = FIRST_MAX;
+    }
+}
+
 /* The largest FIN tag span the MPI allows. */
 static void fin_tags_init(void)
 {
@@ -156,6 +195,13 @@ ftw_status_t ftw_rndv_init(void)
         return FTW_ST_MPI_ERROR;
     }
     PMPI_Comm_set_errhandler(rndv_comm, MPI_ERRORS_RETURN);
+    if (PMPI_Comm_dup(MPI_COMM_WORLD, &frag_comm) != MPI_SUCCESS) {
+        ftw_error("MPI_Comm_dup for the rendezvous failed");
+        ftw_xport_fini();
+        return FTW_ST_MPI_ERROR;
+    }
+    PMPI_Comm_set_errhandler(frag_comm, MPI_ERRORS_RETURN);
+    first_init();
     fin_tags_init();
     ftw_rndv_min = min;
     atomic_store_explicit(&ftw_rndv_on, 1, memory_order_relaxed);
@@ -280,6 +326,47 @@ static ftw_status_t send_owned(const void *buf, MPI_Count count,
     return FTW_OK;
 }
 
+/* A copy of the first bytes of a message (rts->size bytes at addr) to
+ * send right after its RTS, their number in rts->first;
+ * NULL (first 0) when none go.  A copy: the fragment's send may outlive
+ * the send it belongs to (its FIN can come before the MPI lets go of it),
+ * and a persistent send's next round changes the data. */
+static void *frag_copy(ftw_rts_t *rts, uint64_t addr)
+{
+    size_t n = first_len;
+    void *copy;
+
+    rts->first = 0;
+    if (n == 0)
+        return NULL;
+    if (n > rts->size)
+        n = (size_t)rts->size;
+    copy = malloc(n);
+    if (copy == NULL)
+        return NULL;    /* the receiver pulls it all */
+    memcpy(copy, (const void *)(uintptr_t)addr, n);
+    rts->first = (int32_t)n;
+    return copy;
+}
+
+/* Send the fragment its RTS announced, to world rank world. */
+static void frag_send(const ftw_rts_t *rts, void *copy, int world)
+{
+    MPI_Request req;
+
+    if (copy == NULL)
+        return;
+    ftw_inject(FTW_INJECT_FRAG);
+    if (PMPI_Isend(copy, rts->first, MPI_BYTE, world, rts->fin_tag,
+                   frag_comm, &req) != MPI_SUCCESS) {
+        ftw_error("the first fragment to world rank %d failed: its "
+                  "receiver waits for it", world);
+        free(copy);
+        return;
+    }
+    loose_add(req, copy, -1);
+}
+
 ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
                                  MPI_Datatype dt, MPI_Count size, int world,
                                  int xport, int tag, MPI_Comm native,
@@ -290,6 +377,7 @@ ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
     ftw_rndv_send_t s;
     uint64_t addr;
     ftw_status_t st;
+    void *frag;
 
     ftw_rndv_progress();
     st = send_owned(buf, count, dt, size, &s.owned, &addr);
@@ -322,6 +410,7 @@ ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
         rts->xport = xport = FTW_XPORT_ID_CMA;
         rts->key = 0;
     }
+    frag = frag_copy(rts, addr);
     if (PMPI_Irecv(s.owned, 1, MPI_UINT64_T, world, rts->fin_tag, rndv_comm,
                    &s.fin_req) != MPI_SUCCESS)
         goto err_release;
@@ -329,6 +418,7 @@ ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
                    &rts_req) != MPI_SUCCESS)
         goto err_cancel_fin;
     ftw_rndv_loose_add(rts_req, rts);
+    frag_send(rts, frag, world);
     *s_p = s;
     return FTW_OK;
 
@@ -336,6 +426,7 @@ err_cancel_fin:
     PMPI_Cancel(&s.fin_req);
     PMPI_Wait(&s.fin_req, MPI_STATUS_IGNORE);
 err_release:
+    free(frag);
     ftw_xport_ops(xport)->release(s.owned);
 err_free_rts:
     free(rts);
@@ -431,6 +522,7 @@ ftw_status_t ftw_rndv_psend_post(ftw_rndv_psend_t *ps, int xport,
     MPI_Request rts_req;
     uint64_t addr;
     MPI_Count pos = 0;
+    void *frag;
 
     ftw_rndv_progress();
     ftw_rndv_send_end(ps);      /* the last round's exposure, if any */
@@ -462,12 +554,14 @@ ftw_status_t ftw_rndv_psend_post(ftw_rndv_psend_t *ps, int xport,
         rts->key = 0;
     }
     ps->fin = FTW_FIN_DONE;
+    frag = frag_copy(rts, addr);
     if (PMPI_Start(fin_req) != MPI_SUCCESS)
         goto err_release;
     if (PMPI_Isend(rts, FTW_RTS_SIZE, MPI_BYTE, npeer, ps->tag, native,
                    &rts_req) != MPI_SUCCESS)
         goto err_cancel_fin;
     ftw_rndv_loose_add(rts_req, rts);
+    frag_send(rts, frag, ps->world);
     ps->started = 1;
     return FTW_OK;
 
@@ -476,6 +570,7 @@ err_cancel_fin:
     PMPI_Cancel(fin_req);
     PMPI_Wait(fin_req, MPI_STATUS_IGNORE);
 err_release:
+    free(frag);
     ftw_xport_ops(xport)->release(ps);
 err_free_rts:
     free(rts);
@@ -514,13 +609,13 @@ int ftw_rndv_is_rts(const void *hdr, MPI_Count nbytes)
     return nbytes == FTW_RTS_SIZE && memcmp(hdr, cookie, sizeof(cookie)) == 0;
 }
 
-/* Pull len bytes announced by rts into dst with transport x, a chunk at
- * a time, checking the sender between chunks (the detector
+/* Pull the len bytes at addr of rts's sender into dst with transport
+ * x, a chunk at a time, checking the sender between chunks (the detector
  * may know of its death before a read fails). */
 static ftw_status_t pull_chunked(const ftw_rts_t *rts,
                                  const ftw_xport_ops_t *x,
-                                 const ftw_xport_src_t *src, char *dst,
-                                 size_t len)
+                                 const ftw_xport_src_t *src, uint64_t addr,
+                                 char *dst, size_t len)
 {
     size_t chunk = ftw_cfg.rndv_chunk ? ftw_cfg.rndv_chunk : len;
 
@@ -532,7 +627,7 @@ static ftw_status_t pull_chunked(const ftw_rts_t *rts,
         ftw_inject_pulled(rts->world, rts->pid);
         if (ftw_detect_is_failed(rts->world))
             return FTW_ST_PEER_FAILED;
-        st = x->pull(src, rts->addr + off, dst + off, n);
+        st = x->pull(src, addr + off, dst + off, n);
         if (st != FTW_OK)
             return st;
         off += n;
@@ -540,30 +635,114 @@ static ftw_status_t pull_chunked(const ftw_rts_t *rts,
     return FTW_OK;
 }
 
-/* Pull the message rts announces into dst; *xport_p: the transport that
- * moved it.  A transport that pulls whole messages (shm's pipeline checks
- * the sender and injects faults at the same chunk boundaries as the
- * others) does it in one call; when it cannot start (shm: no segment,
- * another thread pulling), its fallback does (cma).  The others read
- * chunk by chunk (cma: process_vm_readv, verbs: RDMA READ). */
-static ftw_status_t rndv_pull(const ftw_rts_t *rts, char *dst, size_t len,
-                              int *xport_p)
+/* Pull bytes [off, off + len) of the message rts announces into dst;
+ * *xport_p: the transport that moved them (nothing to move: rts's).  A
+ * transport that pulls whole messages (shm's pipeline checks the sender
+ * and injects faults at the same chunk boundaries as the others) does it
+ * in one call; when it cannot start (shm: no segment, another thread
+ * pulling), its fallback does (cma).  The others read chunk by chunk
+ * (cma: process_vm_readv, verbs: RDMA READ). */
+static ftw_status_t rndv_pull(const ftw_rts_t *rts, size_t off, char *dst,
+                              size_t len, int *xport_p)
 {
     ftw_xport_src_t src = { .world = rts->world, .pid = rts->pid,
                             .key = rts->key };
     const ftw_xport_ops_t *x = ftw_xport_ops(rts->xport);
+    uint64_t addr = rts->addr + off;
     ftw_status_t st;
 
     *xport_p = rts->xport;
+    if (len == 0)
+        return FTW_OK;      /* all in the fragment, watched while awaited */
     if (x->pulls_whole) {
-        st = len > 0 ? x->pull(&src, rts->addr, dst, len)
-                     : FTW_ST_UNSUPPORTED;
+        st = x->pull(&src, addr, dst, len);
         if (st != FTW_ST_UNSUPPORTED)
             return st;
         *xport_p = x->fallback;
         x = ftw_xport_ops(x->fallback);
     }
-    return pull_chunked(rts, x, &src, dst, len);
+    return pull_chunked(rts, x, &src, addr, dst, len);
+}
+
+/* The receive of an RTS's first fragment: into the destination's first
+ * bytes when it holds them all, else into a buffer of its own. */
+typedef struct {
+    MPI_Request req;
+    char *own;
+    int n;              /* its bytes; 0: no fragment */
+} frag_t;
+
+/* Post the receive of rts's fragment (dst: take bytes, or NULL).  Posted
+ * before the pull, so the MPI can place it meanwhile. */
+static ftw_status_t frag_post(const ftw_rts_t *rts, char *dst,
+                              MPI_Count take, frag_t *f)
+{
+    *f = (frag_t){ .req = MPI_REQUEST_NULL,
+                   .n = rts->first > 0 ? rts->first : 0 };
+    if (f->n == 0)
+        return FTW_OK;
+    if (dst == NULL || take < f->n)
+        dst = f->own = malloc((size_t)f->n);
+    if (dst == NULL ||
+        PMPI_Irecv(dst, f->n, MPI_BYTE, rts->world, rts->fin_tag, frag_comm,
+                   &f->req) != MPI_SUCCESS) {
+        ftw_error("cannot receive the first %d bytes of a message from "
+                  "world rank %d", f->n, rts->world);
+        free(f->own);
+        f->n = 0;
+        return FTW_ST_MPI_ERROR;
+    }
+    return FTW_OK;
+}
+
+/* A fragment's sender failed (dead: known already): the receive is
+ * cancelled, and kept with its buffer until the MPI lets it go. */
+static ftw_status_t frag_cancel(frag_t *f)
+{
+    PMPI_Cancel(&f->req);
+    loose_add(f->req, f->own, -1);
+    f->own = NULL;
+    return FTW_ST_PEER_FAILED;
+}
+
+/* Wait for the fragment, watching its sender (sent right after the RTS
+ * and small, it has normally come already) and serving this process's
+ * own receivers meanwhile; dead: the pull found the sender gone.  Then
+ * the first take bytes of dst get what went to its own buffer. */
+static ftw_status_t frag_wait(const ftw_rts_t *rts, frag_t *f, int dead,
+                              char *dst, MPI_Count take)
+{
+    unsigned spins = 0;
+    int flag;
+
+    if (f->n == 0)
+        return FTW_OK;
+    for (;;) {
+        if (dead)
+            return frag_cancel(f);
+        if (PMPI_Test(&f->req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            if (f->req != MPI_REQUEST_NULL)
+                PMPI_Request_free(&f->req);
+            free(f->own);
+            return FTW_ST_MPI_ERROR;
+        }
+        if (flag)
+            break;
+        if ((++spins & 255) == 0) {
+            ftw_detect_peek();
+            dead = ftw_detect_is_failed(rts->world);
+        }
+        ftw_xport_progress();
+        if (spins > 4096 && ftw_idle_sleep)
+            ftw_detect_pause();
+        else if (spins > 4096)
+            sched_yield();
+    }
+    if (f->own != NULL && dst != NULL)
+        memcpy(dst, f->own, (size_t)(take < f->n ? take : f->n));
+    free(f->own);
+    ftw_stat_add(FTW_STAT_RNDV_FIRST_FRAG, 1);
+    return FTW_OK;
 }
 
 /* Tell the sender how its message ended. */
@@ -590,6 +769,31 @@ static void fin_send(const ftw_rts_t *rts, ftw_fin_code_t code)
 void ftw_rndv_refuse(const ftw_rts_t *rts)
 {
     fin_send(rts, FTW_FIN_FAILED);
+    ftw_rndv_drop(rts, FTW_RTS_SIZE);
+}
+
+void ftw_rndv_drop(const void *hdr, MPI_Count n)
+{
+    MPI_Request req;
+    ftw_rts_t rts;
+    char *buf;
+
+    if (!atomic_load_explicit(&ftw_rndv_on, memory_order_relaxed) ||
+        !ftw_rndv_is_rts(hdr, n))
+        return;
+    memcpy(&rts, hdr, sizeof(rts));
+    if (rts.first <= 0 || ftw_detect_is_failed(rts.world))
+        return;
+    buf = malloc((size_t)rts.first);
+    if (buf == NULL ||
+        PMPI_Irecv(buf, rts.first, MPI_BYTE, rts.world, rts.fin_tag,
+                   frag_comm, &req) != MPI_SUCCESS) {
+        ftw_warn_sparse("the first fragment of a dropped message from "
+                        "world rank %d stays unreceived", rts.world);
+        free(buf);
+        return;
+    }
+    loose_add(req, buf, rts.world);
 }
 
 /* Where the pulled bytes go: the buffer itself if contiguous, else a
@@ -826,20 +1030,30 @@ static ftw_status_t recv_end(const ftw_rts_t *rts, ftw_status_t st,
 ftw_status_t ftw_rndv_recv(const ftw_rts_t *rts, void *buf, MPI_Count count,
                            MPI_Datatype dt, MPI_Count *got_p)
 {
-    MPI_Count size = 0, take;
+    MPI_Count size = 0, take, first;
     char *dst, *bounce = NULL;
     int xport = rts->xport;
-    ftw_status_t st;
+    ftw_status_t st, fst;
+    frag_t f;
 
     if (count > 0 && PMPI_Type_size_x(dt, &size) != MPI_SUCCESS)
         size = 0;
     take = (MPI_Count)rts->size < count * size ? (MPI_Count)rts->size
                                                : count * size;
     dst = take > 0 ? recv_target(buf, count, dt, take, &bounce) : NULL;
+    /* Its fragment is taken whatever happens, its sender alive: left in
+     * the MPI, it would match the fragment receive of a later message
+     * under the same FIN tag. */
+    st = frag_post(rts, dst, take, &f);
+    first = f.n < take ? f.n : take;
     if (take > 0 && dst == NULL)
         st = FTW_ST_NO_MEMORY;
-    else
-        st = rndv_pull(rts, dst, (size_t)take, &xport);
+    else if (st == FTW_OK)
+        st = rndv_pull(rts, (size_t)first, take > first ? dst + first : dst,
+                       (size_t)(take - first), &xport);
+    fst = frag_wait(rts, &f, st == FTW_ST_PEER_FAILED, dst, take);
+    if (st == FTW_OK)
+        st = fst;
     if (st == FTW_OK && bounce != NULL)
         st = recv_unpack(bounce, take, buf, dt);
     if (take > 0)

@@ -15,6 +15,10 @@
  * payload of exactly FTW_RTS_SIZE bytes that starts with the job's
  * cookie is an RTS, and the pull happens then, in the completion call.
  *
+ * With FTW_RNDV_FIRST the sender sends the message's first bytes right
+ * after the RTS, as an eager message on the fragment communicator
+ * (tag: the FIN tag); the receiver takes them while it pulls the rest.
+ *
  * States of one message: sender POSTED -> (FIN) DONE | TRUNCATED, or
  * ABORTED when the receiver fails; receiver MATCHED -> PULLING -> DONE
  * | TRUNCATED (prefix pulled, NACK sent), or ABORTED when the sender
@@ -45,7 +49,8 @@ typedef struct {
     int32_t fin_tag;        /* the tag its FIN receive waits for */
     int32_t xport;          /* ftw_xport_id_t to pull with */
     int32_t key;            /* the transport's key (shm: segment fd, verbs: rkey) */
-    int32_t pad[3];
+    int32_t first;          /* bytes [0, first) follow as a fragment */
+    int32_t pad[2];
 } ftw_rts_t;
 
 /* The header lands in the receive's own buffer, typed as the receive's
@@ -221,8 +226,16 @@ ftw_status_t ftw_rndv_recv(const ftw_rts_t *rts, void *buf, MPI_Count count,
                            MPI_Datatype dt, MPI_Count *got_p);
 
 /* Tell the sender of an RTS that its message will not be taken (FIN,
- * failed): its request ends in error rather than wait. */
+ * failed): its request ends in error rather than wait.  Its fragment is
+ * taken (ftw_rndv_drop). */
 void ftw_rndv_refuse(const ftw_rts_t *rts);
+
+/* The n bytes at hdr, a message received on a user's communicator, are
+ * dropped unread (a drain, a refusal): if they are an RTS with a
+ * fragment whose sender lives, receive the fragment and discard it, so
+ * that it never matches the receive of a later message's fragment under
+ * the same FIN tag. */
+void ftw_rndv_drop(const void *hdr, MPI_Count n);
 
 /* Send the n bytes at buf (malloc'd; taken, freed once sent) to this
  * process again, on the rendezvous communicator: a receive from rank

@@ -331,6 +331,8 @@ void ftw_stash_drop(MPI_Comm comm, int usrc, int tell)
         gone = e->next;
         if (tell && e->data == NULL && ftw_rndv_is_rts(e->hdr, FTW_RTS_SIZE))
             ftw_rndv_refuse((const ftw_rts_t *)(const void *)e->hdr);
+        else if (e->data == NULL)
+            ftw_rndv_drop(e->hdr, FTW_RTS_SIZE);
         free(e->data);
         free(e);
     }

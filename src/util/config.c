@@ -54,7 +54,8 @@ static const ftw_cfg_row_t cfg_table[] = {
       "with signal NAME (default KILL) on its N-th call at POINT (send, "
       "recv, wait, probe, coll, finalize, pull: a rendezvous chunk it pulls; "
       "pulled: the N-th chunk a receiver pulls from it, the receiver sends "
-      "the signal).",
+      "the signal; frag: a rendezvous send's first fragment, after its "
+      "RTS).",
       FTW_CFG_STRING, FTW_CFG_FIELD(inject), NULL },
     { "FTW_FINALIZE_TIMEOUT", "10",
       "Seconds the native MPI_Finalize may take before the process ends "
@@ -93,16 +94,21 @@ static const ftw_cfg_row_t cfg_table[] = {
       "shm transport: slots per segment, the fragments a receiver asks "
       "for ahead (2..64).",
       FTW_CFG_INT, FTW_CFG_FIELD(shm_slots), NULL },
-    { "FTW_SHM_PULL", "split",
-      "shm transport: split (one copy, shared: the receiver reads chunks "
-      "with cma while the sender, inside its MPI calls, writes others into "
-      "the receiver's buffer) or pipe (two copies through the segment's "
-      "slots: the sender copies fragments in as the receiver asks).",
+    { "FTW_SHM_PULL", "pipe",
+      "shm transport: pipe (two copies through the segment's slots: the "
+      "sender copies fragments in as the receiver asks) or split (one "
+      "copy, shared: the receiver reads chunks with cma while the sender, "
+      "inside its MPI calls, writes others into the receiver's buffer).",
       FTW_CFG_ENUM, FTW_CFG_FIELD(shm_pull), shm_pull_names },
     { "FTW_RNDV_CHUNK", "4m",
       "A rendezvous pull reads at most this many bytes at a time and checks "
       "for failures in between.",
       FTW_CFG_SIZE, FTW_CFG_FIELD(rndv_chunk), NULL },
+    { "FTW_RNDV_FIRST", "0",
+      "Bytes of a rendezvous message sent right after its RTS, as an eager "
+      "message the receiver takes while it pulls the rest (the pull's first "
+      "round trip is hidden); 0: none.  At most 4k.",
+      FTW_CFG_SIZE, FTW_CFG_FIELD(rndv_first), NULL },
     { "FTW_QUARANTINE", "error",
       "A receive into a quarantined buffer range: error (fails with "
       "FTW_ERR_BUFFER_UNUSABLE) or bounce (lands in a private buffer, "

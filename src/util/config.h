@@ -36,6 +36,7 @@ typedef struct {
     size_t rndv_threshold;  /* FTW_RNDV_THRESHOLD, bytes; 0: off */
     int xport;              /* FTW_XPORT: ftw_xport_mode_t */
     size_t rndv_chunk;      /* FTW_RNDV_CHUNK, bytes */
+    size_t rndv_first;      /* FTW_RNDV_FIRST, bytes; 0: none */
     size_t shm_frag;        /* FTW_SHM_FRAG, bytes */
     int shm_slots;          /* FTW_SHM_SLOTS */
     int shm_pull;           /* FTW_SHM_PULL: ftw_shm_pull_t */

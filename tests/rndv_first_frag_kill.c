@@ -1,0 +1,85 @@
+/* ftw-test: np=3 mode=ftwrap timeout=40 expect-failed=1 fate=1:signal:KILL env=FTW_RNDV_THRESHOLD=2k env=FTW_EAGER_MAX=1k env=FTW_RNDV_FIRST=4k env=FTW_INJECT=rank=1,at=frag:1 env=FTW_XPORT=cma */
+/*
+ * rndv_first_frag_kill - a sender killed between its RTS and its first
+ * fragment (FTW_INJECT at=frag:1), with the whole message in the
+ * fragment (3 KiB, FTW_RNDV_FIRST=4k): its receiver has nothing to
+ * pull and waits for the fragment alone.
+ *
+ * Asserts:
+ *  - rank 0's MPI_Recv returns FTW_ERR_PROC_FAIL_STOP (never a hang),
+ *    within 5 s, after meeting the RTS (the rendezvous counts the
+ *    message as ended by a failure, "rndv_aborted");
+ *  - afterwards rank 2 sends rank 0 a rendezvous message whose first
+ *    bytes come as a fragment and an eager one, both intact (checksums),
+ *    and rank 0 took that fragment ("rndv_first_frag");
+ *  - MPI_Finalize returns on the survivors; no process or file is left
+ *    behind (the runner checks).
+ */
+#include "tap.h"
+
+#include <stdlib.h>
+
+#include "ftwrap.h"
+
+#ifndef LEN
+#define LEN ((size_t)3 << 10)
+#endif
+#define NEXT ((size_t)(1 << 20) + 5)
+
+int main(int argc, char **argv)
+{
+    size_t cap = LEN > NEXT ? LEN : NEXT;
+    unsigned char *buf = malloc(cap);
+    int rank, ok2 = 1, cls = -1, rc;
+    double t0, dt = 0;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (buf == NULL)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    if (rank == 1) {
+        tap_fill(buf, LEN, 11);
+        MPI_Send(buf, (int)LEN, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+        tap_diag("rank 1 survived its fragment");
+        MPI_Finalize();
+        return 1;
+    }
+    if (rank == 2) {
+        tap_fill(buf, NEXT, 22);
+        ok2 &= MPI_Send(buf, (int)NEXT, MPI_BYTE, 0, 2, MPI_COMM_WORLD) ==
+               MPI_SUCCESS;
+        ok2 &= MPI_Send(buf, 100, MPI_BYTE, 0, 3, MPI_COMM_WORLD) ==
+               MPI_SUCCESS;
+        MPI_Send(&ok2, 1, MPI_INT, 0, 4, MPI_COMM_WORLD);
+        MPI_Finalize();
+        return ok2 ? 0 : 1;
+    }
+    tap_plan(5);
+    t0 = MPI_Wtime();
+    rc = MPI_Recv(buf, (int)LEN, MPI_BYTE, 1, 1, MPI_COMM_WORLD,
+                  MPI_STATUS_IGNORE);
+    dt = MPI_Wtime() - t0;
+    cls = tap_class(rc);
+    tap_ok_local(cls == FTW_ERR_PROC_FAIL_STOP && tap_ftw_stat("rndv_aborted")
+                 == 1, "receive from a sender killed before its fragment: "
+                 "%s, after its RTS (rndv_aborted %lld)", class_name(cls),
+                 tap_ftw_stat("rndv_aborted"));
+    tap_ok_local(dt < 5.0, "... within 5 s (%.3f s)", dt);
+    rc = MPI_Recv(buf, (int)NEXT, MPI_BYTE, 2, 2, MPI_COMM_WORLD,
+                  MPI_STATUS_IGNORE);
+    tap_ok_local(rc == MPI_SUCCESS && tap_check(buf, NEXT, 22) &&
+                 MPI_Recv(buf, 100, MPI_BYTE, 2, 3, MPI_COMM_WORLD,
+                          MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+                 tap_check(buf, 100, 22),
+                 "a later rendezvous and eager message from rank 2 arrive "
+                 "intact");
+    tap_ok_local(tap_ftw_stat("rndv_first_frag") == 1, "... the first with "
+                 "its fragment (rndv_first_frag %lld)",
+                 tap_ftw_stat("rndv_first_frag"));
+    rc = MPI_Recv(&ok2, 1, MPI_INT, 2, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    tap_ok_local(rc == MPI_SUCCESS && ok2, "rank 2's sends succeeded");
+    free(buf);
+    MPI_Finalize();
+    return tap_status();
+}
