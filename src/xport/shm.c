@@ -602,6 +602,20 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* One turn of a receiver's wait for its sender: serve this process's
+ * own receivers now and then, yield the core after a long wait. */
+static void wait_turn(unsigned spins)
+{
+    if ((spins & 15) == 0 &&
+        atomic_load_explicit(&ftw_xport_shm_exposed,
+                             memory_order_relaxed) != 0)
+        ftw_xport_shm_serve();
+    if (spins > SHM_SPINS_BEFORE_YIELD && (spins & 15) == 0)
+        sched_yield();
+    else
+        cpu_relax();
+}
+
 /* Wait for the answer to request number want in sl, watching the
  * sender and serving this process's own receivers meanwhile.  A sender
  * that answers nothing for SHM_STALL_MS is not copying now: it is
@@ -630,14 +644,7 @@ static ftw_status_t frag_wait(shm_seg_t *s, shm_slot_t *sl, uint64_t want)
                 return FTW_ST_UNSUPPORTED;
             }
         }
-        if ((spins & 15) == 0 &&
-            atomic_load_explicit(&ftw_xport_shm_exposed,
-                                 memory_order_relaxed) != 0)
-            ftw_xport_shm_serve();
-        if (spins > SHM_SPINS_BEFORE_YIELD && (spins & 15) == 0)
-            sched_yield();
-        else
-            cpu_relax();
+        wait_turn(spins);
     }
     return (ftw_status_t)sl->status;
 }
@@ -783,14 +790,7 @@ static ftw_status_t split_wait(shm_seg_t *s, uint64_t want, int *err_p)
                 t0 = -1;    /* once a wait */
             }
         }
-        if ((spins & 15) == 0 &&
-            atomic_load_explicit(&ftw_xport_shm_exposed,
-                                 memory_order_relaxed) != 0)
-            ftw_xport_shm_serve();
-        if (spins > SHM_SPINS_BEFORE_YIELD && (spins & 15) == 0)
-            sched_yield();
-        else
-            cpu_relax();
+        wait_turn(spins);
     }
     *err_p = (h & SPLIT_HELP_ERR) != 0;
     return FTW_OK;
