@@ -741,14 +741,15 @@ static uint64_t split_chunk(size_t len)
 /* Describe a split pull in s (seqlock writes), with nobody's claim
  * left over: the previous pull ended with every chunk taken and
  * written. */
-static uint64_t split_post(shm_seg_t *s, uint64_t addr, char *dst,
-                           size_t len, uint64_t chunk)
+static void split_post(shm_seg_t *s, uint64_t addr, char *dst, size_t len,
+                       uint64_t chunk)
 {
     shm_split_t *sp = &s->hdr->split;
-    uint64_t p = ++s->split_seq;
+    /* Pull numbers are 32 bits (the claim word's high half), never 0. */
+    uint64_t p = ++s->split_seq & SPLIT_IDX_MASK;
 
-    if ((p & SPLIT_IDX_MASK) == 0)
-        p = ++s->split_seq;     /* pull numbers are never 0 */
+    if (p == 0)
+        p = ++s->split_seq & SPLIT_IDX_MASK;
     /* Release stores: the 0 is visible before any new field is. */
     atomic_store_explicit(&sp->pull, 0, memory_order_relaxed);
     atomic_store_explicit(&sp->src, addr, memory_order_release);
@@ -760,9 +761,8 @@ static uint64_t split_post(shm_seg_t *s, uint64_t addr, char *dst,
                           memory_order_release);
     atomic_store_explicit(&sp->helped, 0, memory_order_relaxed);
     atomic_store_explicit(&sp->pull, p, memory_order_release);
-    atomic_store_explicit(&sp->claim, (p & SPLIT_IDX_MASK) << 32,
+    atomic_store_explicit(&sp->claim, p << 32,
                           memory_order_release);
-    return p;
 }
 
 /* Wait until the sender has written the want chunks it claimed (it is
