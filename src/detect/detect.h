@@ -142,6 +142,9 @@ typedef enum {
                              * fails as if out of memory (no signal) */
     FTW_INJECT_FRAG,        /* a rendezvous send's first fragment, about to
                              * go after its RTS (FTW_RNDV_FIRST) */
+    FTW_INJECT_EXPOSE,      /* a persistent rendezvous round's exposure:
+                             * the N-th is refused as if no transport
+                             * could carry it now (no signal) */
     FTW_INJECT_NPOINTS
 } ftw_inject_point_t;
 
@@ -154,11 +157,16 @@ static inline void ftw_inject(ftw_inject_point_t point)
         ftw_inject_hit(point);
 }
 
-/* FTW_INJECT_NOMEM: 1 when this allocation is to fail. */
+/* The points that fail a step instead of signalling (FTW_INJECT_NOMEM,
+ * FTW_INJECT_EXPOSE): 1 when this one is to fail. */
+static inline int ftw_inject_fails(ftw_inject_point_t point)
+{
+    return __builtin_expect(ftw_inject_armed, 0) && ftw_inject_hit(point);
+}
+
 static inline int ftw_inject_nomem(void)
 {
-    return __builtin_expect(ftw_inject_armed, 0) &&
-           ftw_inject_hit(FTW_INJECT_NOMEM);
+    return ftw_inject_fails(FTW_INJECT_NOMEM);
 }
 
 /* FTW_INJECT_PULLED: this process is about to pull a chunk from world

@@ -3,7 +3,8 @@
  * makes world rank R send itself signal NAME (default KILL) on its N-th
  * call (1-based) at POINT; rank=R+S+... arms several ranks alike.  With sig=STOP the process stops there until
  * someone continues it.  At nomem no signal is sent: R's N-th allocation
- * for an agreement fails as if memory had run out.
+ * for an agreement fails as if memory had run out; at expose neither: R's
+ * N-th persistent rendezvous round finds no transport to expose it.
  */
 #define _GNU_SOURCE
 #include "detect/detect.h"
@@ -44,6 +45,7 @@ static const char *const point_names[FTW_INJECT_NPOINTS] = {
     [FTW_INJECT_DUP] = "dup",
     [FTW_INJECT_NOMEM] = "nomem",
     [FTW_INJECT_FRAG] = "frag",
+    [FTW_INJECT_EXPOSE] = "expose",
 };
 
 int ftw_inject_pulled_rank = -1;
@@ -169,7 +171,7 @@ static ftw_status_t inject_parse(char *spec, long *rank_p)
         if (parse_item(item, rank_p, &have_at) < 0) {
             ftw_error("FTW_INJECT: cannot parse '%s' (expected rank=R[+R...], "
                       "at=send|recv|wait|probe|coll|finalize|pull|pulled|agree_up|"
-                      "agree_down|agreed|settled|dup|nomem|frag:N or "
+                      "agree_down|agreed|settled|dup|nomem|frag|expose:N or "
                       "sig=NAME)", bad);
             return FTW_ST_INVALID_PARAM;
         }
@@ -223,8 +225,8 @@ int ftw_inject_hit(ftw_inject_point_t point)
                                   memory_order_relaxed) + 1;
     if (n != inj.count)
         return 0;
-    if (point == FTW_INJECT_NOMEM) {
-        ftw_info("injecting an allocation failure at nomem:%lu", n);
+    if (point == FTW_INJECT_NOMEM || point == FTW_INJECT_EXPOSE) {
+        ftw_info("injecting a failure at %s:%lu", point_names[point], n);
         return 1;
     }
     ftw_info("injecting SIG%s at %s:%lu", inj.sig_name, point_names[point],

@@ -135,10 +135,9 @@ static int psend_start(const ftw_reqinfo_t *info, MPI_Request *req,
         return ftw_raise(info->comm, FTW_ERR_PROC_FAIL_STOP, name,
                          info->peer);
     xport = (int)ftw_xport_for_size(ps->world, (uint64_t)ps->size);
-    if (xport == FTW_XPORT_ID_NATIVE ||
-        ftw_rndv_psend_post(ps, xport, op.native, op.npeer, req) != FTW_OK) {
-        /* Its request is a FIN receive: no round of it can go through
-         * the MPI instead (a verbs QP still being reconnected, say). */
+    /* A round no transport can carry now (a verbs QP still being
+     * reconnected, say) is pushed whole after its RTS. */
+    if (ftw_rndv_psend_post(ps, xport, op.native, op.npeer, req) != FTW_OK) {
         ftw_warn_sparse("%s: rank %d cannot be reached by the rendezvous "
                         "now; this start is refused", name, info->peer);
         return ftw_raise(info->comm, MPI_ERR_OTHER, name, -1);

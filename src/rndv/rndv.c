@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "buf/cut.h"
 #include "core/lock.h"
 #include "detect/detect.h"
 #include "util/config.h"
@@ -349,6 +350,21 @@ static void *frag_copy(ftw_rts_t *rts, uint64_t addr)
     return copy;
 }
 
+/* A round no transport can expose now (a verbs QP being reconnected,
+ * say), pushed whole as its fragment straight from the data (rts->first
+ * covers it all): the receiver has every byte before it sends the FIN,
+ * so the MPI reads none of them after the round ends. */
+static ftw_status_t push_send(const ftw_rts_t *rts, uint64_t addr, int world)
+{
+    MPI_Request req;
+
+    if (PMPI_Isend((const void *)(uintptr_t)addr, rts->first, MPI_BYTE,
+                   world, rts->fin_tag, frag_comm, &req) != MPI_SUCCESS)
+        return FTW_ST_MPI_ERROR;
+    loose_add(req, NULL, -1);
+    return FTW_OK;
+}
+
 /* Send the fragment its RTS announced, to world rank world. */
 static void frag_send(const ftw_rts_t *rts, void *copy, int world)
 {
@@ -522,7 +538,9 @@ ftw_status_t ftw_rndv_psend_post(ftw_rndv_psend_t *ps, int xport,
     MPI_Request rts_req;
     uint64_t addr;
     MPI_Count pos = 0;
+    ftw_status_t st;
     void *frag;
+    int push = 0;
 
     ftw_rndv_progress();
     ftw_rndv_send_end(ps);      /* the last round's exposure, if any */
@@ -546,17 +564,31 @@ ftw_status_t ftw_rndv_psend_post(ftw_rndv_psend_t *ps, int xport,
                         .size = (uint64_t)ps->size, .addr = addr,
                         .pid = ftw_xport_self_pid(), .world = self_world,
                         .fin_tag = ps->fin_tag, .xport = xport };
-    if (ftw_xport_ops(xport)->expose(ps->world, addr, (size_t)ps->size, ps,
-                                     &rts->key) != FTW_OK) {
-        if (xport != FTW_XPORT_ID_SHM)
-            goto err_free_rts;
+    st = FTW_ST_UNSUPPORTED;
+    if (xport != FTW_XPORT_ID_NATIVE && !ftw_inject_fails(FTW_INJECT_EXPOSE))
+        st = ftw_xport_ops(xport)->expose(ps->world, addr, (size_t)ps->size,
+                                          ps, &rts->key);
+    if (st != FTW_OK && st != FTW_ST_UNSUPPORTED &&
+        xport == FTW_XPORT_ID_SHM) {
+        /* No segment (out of memory, memfds): cma needs no exposure. */
         rts->xport = xport = FTW_XPORT_ID_CMA;
         rts->key = 0;
+    } else if (st == FTW_ST_UNSUPPORTED && rts->size <= INT_MAX) {
+        /* Its request is the FIN receive, so this round cannot become
+         * the MPI's own send: it goes whole after its RTS. */
+        push = 1;
+        rts->xport = xport = FTW_XPORT_ID_NATIVE;
+    } else if (st != FTW_OK) {
+        goto err_free_rts;
     }
     ps->fin = FTW_FIN_DONE;
-    frag = frag_copy(rts, addr);
+    frag = push ? NULL : frag_copy(rts, addr);
+    if (push)
+        rts->first = (int32_t)rts->size;
     if (PMPI_Start(fin_req) != MPI_SUCCESS)
         goto err_release;
+    if (push && push_send(rts, addr, ps->world) != FTW_OK)
+        goto err_cancel_fin;
     if (PMPI_Isend(rts, FTW_RTS_SIZE, MPI_BYTE, npeer, ps->tag, native,
                    &rts_req) != MPI_SUCCESS)
         goto err_cancel_fin;
@@ -673,7 +705,10 @@ typedef struct {
 } frag_t;
 
 /* Post the receive of rts's fragment (dst: take bytes, or NULL).  Posted
- * before the pull, so the MPI can place it meanwhile. */
+ * before the pull, so the MPI can place it meanwhile.  A whole message
+ * pushed (push_send) lands in a buffer of its own when one can be had:
+ * its sender dying mid-way leaves a receive the MPI may never let go
+ * of, and the caller's buffer must not stay in it. */
 static ftw_status_t frag_post(const ftw_rts_t *rts, char *dst,
                               MPI_Count take, frag_t *f)
 {
@@ -681,8 +716,10 @@ static ftw_status_t frag_post(const ftw_rts_t *rts, char *dst,
                    .n = rts->first > 0 ? rts->first : 0 };
     if (f->n == 0)
         return FTW_OK;
-    if (dst == NULL || take < f->n)
-        dst = f->own = malloc((size_t)f->n);
+    if (dst == NULL || take < f->n || rts->xport == FTW_XPORT_ID_NATIVE)
+        f->own = malloc((size_t)f->n);
+    if (f->own != NULL || take < f->n)
+        dst = f->own;
     if (dst == NULL ||
         PMPI_Irecv(dst, f->n, MPI_BYTE, rts->world, rts->fin_tag, frag_comm,
                    &f->req) != MPI_SUCCESS) {
@@ -737,6 +774,13 @@ static ftw_status_t frag_wait(const ftw_rts_t *rts, frag_t *f, int dead,
             ftw_detect_pause();
         else if (spins > 4096)
             sched_yield();
+    }
+    /* A pushed message the MPI copied across memory: a copy its sender's
+     * death cut short completes all the same, over missing bytes. */
+    if (atomic_load_explicit(&ftw_cut_count, memory_order_relaxed) &&
+        ftw_cut_hit(f->own != NULL ? f->own : dst, f->n, MPI_BYTE)) {
+        free(f->own);
+        return FTW_ST_PEER_FAILED;
     }
     if (f->own != NULL && dst != NULL)
         memcpy(dst, f->own, (size_t)(take < f->n ? take : f->n));
@@ -1008,7 +1052,9 @@ static ftw_status_t recv_end(const ftw_rts_t *rts, ftw_status_t st,
         fin_send(rts, FTW_FIN_FAILED);
         return st;
     }
-    if (xport == FTW_XPORT_ID_SHM) {
+    if (xport == FTW_XPORT_ID_NATIVE) {
+        ftw_stat_add(FTW_STAT_RNDV_PUSHED, 1);
+    } else if (xport == FTW_XPORT_ID_SHM) {
         ftw_stat_add(FTW_STAT_RNDV_SHM, 1);
         ftw_stat_add(FTW_STAT_RNDV_SHM_BYTES, (uint64_t)take);
     } else if (xport == FTW_XPORT_ID_VERBS) {

@@ -18,6 +18,8 @@
  * With FTW_RNDV_FIRST the sender sends the message's first bytes right
  * after the RTS, as an eager message on the fragment communicator
  * (tag: the FIN tag); the receiver takes them while it pulls the rest.
+ * A persistent send's round that no transport can expose goes the same
+ * way whole (a fragment of all its bytes, the MPI's own send).
  *
  * States of one message: sender POSTED -> (FIN) DONE | TRUNCATED, or
  * ABORTED when the receiver fails; receiver MATCHED -> PULLING -> DONE
@@ -188,7 +190,10 @@ ftw_status_t ftw_rndv_psend_new(const void *buf, MPI_Count count,
 
 /* One round (MPI_Start): the data as it is now (packed again if not
  * contiguous) exposed through transport xport, the FIN receive fin_req
- * started, then the RTS sent to rank npeer of native. */
+ * started, then the RTS sent to rank npeer of native.  When xport is
+ * native or cannot expose the data now (a verbs QP being reconnected),
+ * the round is pushed whole after the RTS, as its first fragment (at
+ * most INT_MAX bytes; a larger round is refused). */
 ftw_status_t ftw_rndv_psend_post(ftw_rndv_psend_t *ps, int xport,
                                  MPI_Comm native, int npeer,
                                  MPI_Request *fin_req);

@@ -47,6 +47,9 @@
     _(VERBS_RECONNECTS, "verbs_reconnects", "QPs reconnected after the error state") \
     _(RNDV_NATIVE,    "rndv_native",    "large messages sent natively")  \
     _(RNDV_NATIVE_BYTES, "rndv_native_bytes", "bytes of those")         \
+    _(RNDV_PUSHED,    "rndv_pushed",    "rendezvous messages received whole " \
+                                        "with their RTS (no transport could " \
+                                        "expose them)")                      \
     _(RNDV_FIRST_FRAG, "rndv_first_frag", "rendezvous messages whose first " \
                                         "bytes came with the RTS")         \
     _(RNDV_TRUNCATED, "rndv_truncated", "rendezvous messages truncated") \
