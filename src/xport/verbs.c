@@ -424,7 +424,21 @@ static ftw_status_t verbs_reach(int peer, const ftw_xport_peer_t *p)
 {
     static uint64_t word;
     ftw_status_t st;
+    int down;
 
+    /* A QP connected at MPI_Init and being reconnected now (a READ
+     * refused, say) worked: verbs stays the peer's transport (the choice
+     * is kept for the job), and what needs the QP meanwhile waits for it
+     * or goes another way for that message. */
+    pthread_mutex_lock(&vb.lock);
+    down = vb.qp != NULL && peer >= 0 && peer < vb.n && vb.ok[peer] &&
+           !ftw_verbs_conn_ready(peer);
+    pthread_mutex_unlock(&vb.lock);
+    if (down) {
+        ftw_log_sparse(FTW_LOG_INFO, "verbs: the QP to world rank %d is "
+                       "being reconnected; verbs stays its transport", peer);
+        return FTW_OK;
+    }
     word = 0;
     st = verbs_pull_key(peer, p->probe_addr,
                         vb.probe_rkey != NULL ? vb.probe_rkey[peer] : 0,
