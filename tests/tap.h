@@ -218,6 +218,19 @@ static inline long long tap_ftw_stat(const char *key)
     return (long long)v;
 }
 
+/* The TAP skip line of a test of ftwrap's verbs transport where verbs
+ * does not pull (no RDMA device: run it in the soft-RoCE lab), printed
+ * by rank 0 when usable is 0; returns !usable. */
+static inline int tap_skip_unless_verbs(int usable)
+{
+    if (!usable && tap_rank() == 0) {
+        printf("1..0 # SKIP the verbs transport does not pull here "
+               "(no RDMA device? see scripts/check-verbs)\n");
+        fflush(stdout);
+    }
+    return !usable;
+}
+
 /* Rendezvous messages this process pulled (cma and shm), or -1 natively. */
 static inline long long tap_rndv_pulls(void)
 {
