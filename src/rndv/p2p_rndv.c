@@ -643,7 +643,8 @@ static int recv_prepare(ftw_op_t *op, void *buf, MPI_Count count,
         ftw_error("%s: out of memory", op->name);
         return MPI_ERR_NO_MEM;
     }
-    rs->state = persistent ? RS_IDLE : RS_POSTED;
+    atomic_store_explicit(&rs->state, persistent ? RS_IDLE : RS_POSTED,
+                          memory_order_relaxed);
     rs->replay = op->replay;
     rs->rsrc = op->rsrc;
     rs->rtag = op->rtag;
@@ -715,8 +716,8 @@ static int recv_fast(void *buf, MPI_Count count, MPI_Datatype dt,
         return rc;
     rc = ftw_recv_fast(&req, st, comm, source, tag, name, buf, count, dt);
     if (rc != MPI_SUCCESS || source == MPI_PROC_NULL ||
-        PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS ||
-        n != FTW_RTS_SIZE || !ftw_rndv_is_rts((const char *)buf + lb, n))
+        (n = status_bytes(st)) != FTW_RTS_SIZE ||
+        !ftw_rndv_is_rts((const char *)buf + lb, n))
         return rc;
     info = (ftw_reqinfo_t){ .comm = comm, .peer = st->MPI_SOURCE,
                             .peer2 = FTW_NO_PEER, .kind = FTW_OP_RECV,
@@ -737,23 +738,30 @@ static int recvs_to_finish(void);
  * is exactly FTW_RTS_SIZE bytes) that fits the contiguous buffer, and no
  * listed receive's head lies anywhere (no span): copy it over, and the
  * state is free again.  0 when the general path must look. */
-static inline int scratch_fast(const ftw_reqinfo_t *info, rstate_t *rs,
-                               const MPI_Status *st)
+static inline int scratch_take(void *buf, MPI_Count count, MPI_Datatype dt,
+                               rstate_t *rs, const MPI_Status *st)
 {
     MPI_Count n, size;
     MPI_Aint lb;
 
-    if (ftw_unlikely(ftw_threaded) || info->rndv != FTW_RNDV_RSCRATCH ||
+    if (ftw_unlikely(ftw_threaded) ||
         rs->split || rs->replay || rs->span_id != 0 ||
         __atomic_load_n(&nspans, __ATOMIC_RELAXED) != 0 ||
         atomic_load_explicit(&rs->state, memory_order_relaxed) != RS_POSTED ||
         status_cancelled(st) || (n = status_bytes(st)) >= FTW_RTS_SIZE ||
-        ftw_type_size(info->dt, &size) != MPI_SUCCESS ||
-        n > info->count * size || !contig(info->count, info->dt, &lb))
+        ftw_type_size(dt, &size) != MPI_SUCCESS ||
+        n > count * size || !contig(count, dt, &lb))
         return 0;
-    memcpy((char *)info->buf + lb, rs->scratch, (size_t)n);
+    memcpy((char *)buf + lb, rs->scratch, (size_t)n);
     atomic_store_explicit(&rs->state, RS_IDLE, memory_order_relaxed);
     return 1;
+}
+
+static inline int scratch_fast(const ftw_reqinfo_t *info, rstate_t *rs,
+                               const MPI_Status *st)
+{
+    return info->rndv == FTW_RNDV_RSCRATCH &&
+           scratch_take(info->buf, info->count, info->dt, rs, st);
 }
 
 /* A nonblocking receive on the fast path too small for any rendezvous
@@ -780,7 +788,7 @@ static int recv_small(void *buf, MPI_Count count, MPI_Datatype dt,
         ftw_error("MPI_Irecv: out of memory");
         return MPI_ERR_NO_MEM;
     }
-    rs->state = RS_POSTED;
+    atomic_store_explicit(&rs->state, RS_POSTED, memory_order_relaxed);
     rc = PMPI_Irecv(rs->scratch, FTW_RTS_SIZE, MPI_BYTE, source, tag, comm,
                     request);
     if (rc != MPI_SUCCESS) {
@@ -816,14 +824,19 @@ static int recv_fast_scratch(void *buf, MPI_Count count, MPI_Datatype dt,
                            FTW_RTS_SIZE, MPI_BYTE);
     if (rc == FTW_ERR_BUFFER_UNUSABLE)
         return rc;      /* the MPI may still write the header: it stays */
+    /* The record is built only when the general path must look (an
+     * RTS, a message too large, threads): zeroing it costs as much as
+     * the copy. */
     if (rc == MPI_SUCCESS) {
-        info = (ftw_reqinfo_t){ .comm = comm, .peer = st->MPI_SOURCE,
-                                .peer2 = FTW_NO_PEER, .kind = FTW_OP_RECV,
-                                .rndv = FTW_RNDV_RSCRATCH, .owned = rs,
-                                .buf = buf, .count = count, .dt = dt };
-        rs->state = RS_POSTED;
-        rc = scratch_fast(&info, rs, st) ? MPI_SUCCESS
-                                         : recv_finish(&info, st);
+        atomic_store_explicit(&rs->state, RS_POSTED, memory_order_relaxed);
+        if (!scratch_take(buf, count, dt, rs, st)) {
+            info = (ftw_reqinfo_t){ .comm = comm, .peer = st->MPI_SOURCE,
+                                    .peer2 = FTW_NO_PEER,
+                                    .kind = FTW_OP_RECV,
+                                    .rndv = FTW_RNDV_RSCRATCH, .owned = rs,
+                                    .buf = buf, .count = count, .dt = dt };
+            rc = recv_finish(&info, st);
+        }
         if (rc != MPI_SUCCESS)
             rc = ftw_raise(comm, rc, name, rc == FTW_ERR_PROC_FAIL_STOP ?
                                            st->MPI_SOURCE : -1);
@@ -1010,7 +1023,7 @@ void ftw_op_rndv_recv(ftw_op_t *op)
                         "own source and tag", op->name);
         return;
     }
-    rs->state = RS_POSTED;
+    atomic_store_explicit(&rs->state, RS_POSTED, memory_order_relaxed);
     rs->replay = 1;
     rs->rsrc = op->rsrc;
     rs->rtag = op->rtag;
