@@ -350,37 +350,40 @@ static void *frag_copy(ftw_rts_t *rts, uint64_t addr)
     return copy;
 }
 
+/* Send the fragment rts announced (its first rts->first bytes, at data)
+ * to world rank world; owned (or NULL) is freed once the MPI is done. */
+static ftw_status_t frag_isend(const ftw_rts_t *rts, const void *data,
+                               void *owned, int world)
+{
+    MPI_Request req;
+
+    if (PMPI_Isend(data, rts->first, MPI_BYTE, world, rts->fin_tag,
+                   frag_comm, &req) != MPI_SUCCESS)
+        return FTW_ST_MPI_ERROR;
+    loose_add(req, owned, -1);
+    return FTW_OK;
+}
+
 /* A round no transport can expose now (a verbs QP being reconnected,
  * say), pushed whole as its fragment straight from the data (rts->first
  * covers it all): the receiver has every byte before it sends the FIN,
  * so the MPI reads none of them after the round ends. */
 static ftw_status_t push_send(const ftw_rts_t *rts, uint64_t addr, int world)
 {
-    MPI_Request req;
-
-    if (PMPI_Isend((const void *)(uintptr_t)addr, rts->first, MPI_BYTE,
-                   world, rts->fin_tag, frag_comm, &req) != MPI_SUCCESS)
-        return FTW_ST_MPI_ERROR;
-    loose_add(req, NULL, -1);
-    return FTW_OK;
+    return frag_isend(rts, (const void *)(uintptr_t)addr, NULL, world);
 }
 
-/* Send the fragment its RTS announced, to world rank world. */
+/* Send the first fragment its RTS announced, from its copy. */
 static void frag_send(const ftw_rts_t *rts, void *copy, int world)
 {
-    MPI_Request req;
-
     if (copy == NULL)
         return;
     ftw_inject(FTW_INJECT_FRAG);
-    if (PMPI_Isend(copy, rts->first, MPI_BYTE, world, rts->fin_tag,
-                   frag_comm, &req) != MPI_SUCCESS) {
+    if (frag_isend(rts, copy, copy, world) != FTW_OK) {
         ftw_error("the first fragment to world rank %d failed: its "
                   "receiver waits for it", world);
         free(copy);
-        return;
     }
-    loose_add(req, copy, -1);
 }
 
 ftw_status_t ftw_rndv_send_start(const void *buf, MPI_Count count,
