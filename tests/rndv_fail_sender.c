@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "ftwrap.h"
+#include "killed_sender.h"
 
 #define BIG ((size_t)64 << 20)
 #define NEXT ((size_t)(4 << 20) + 5)
@@ -22,7 +23,7 @@
 int main(int argc, char **argv)
 {
     unsigned char *buf = malloc(BIG);
-    int rank, ok2 = 1, cls = -1, rc;
+    int rank, cls = -1, rc;
     double t0, dt = 0;
 
     MPI_Init(&argc, &argv);
@@ -30,42 +31,22 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (buf == NULL)
         MPI_Abort(MPI_COMM_WORLD, 2);
-    if (rank == 1) {
-        tap_fill(buf, BIG, 11);
-        MPI_Send(buf, (int)BIG, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
-        tap_diag("rank 1 survived its pull");
-        MPI_Finalize();
-        return 1;
-    }
-    if (rank == 2) {
-        tap_fill(buf, NEXT, 22);
-        ok2 &= MPI_Send(buf, (int)NEXT, MPI_BYTE, 0, 2, MPI_COMM_WORLD) ==
-               MPI_SUCCESS;
-        ok2 &= MPI_Send(buf, 100, MPI_BYTE, 0, 3, MPI_COMM_WORLD) ==
-               MPI_SUCCESS;
-        MPI_Send(&ok2, 1, MPI_INT, 0, 4, MPI_COMM_WORLD);
-        MPI_Finalize();
-        return ok2 ? 0 : 1;
-    }
+    if (rank == 1)
+        return ks_victim(buf, BIG, "pull");
+    if (rank == 2)
+        return ks_bystander(buf, NEXT);
     tap_plan(4);
     t0 = MPI_Wtime();
-    rc = MPI_Recv(buf, (int)BIG, MPI_BYTE, 1, 1, MPI_COMM_WORLD,
+    rc = MPI_Recv(buf, (int)BIG, MPI_BYTE, 1, KS_TAG_VICTIM, MPI_COMM_WORLD,
                   MPI_STATUS_IGNORE);
     dt = MPI_Wtime() - t0;
     MPI_Error_class(rc, &cls);
     tap_ok_local(cls == FTW_ERR_PROC_FAIL_STOP, "receive from a sender "
                  "killed mid-pull: FTW_ERR_PROC_FAIL_STOP (class %d)", cls);
     tap_ok_local(dt < 5.0, "... within 5 s (%.3f s)", dt);
-    rc = MPI_Recv(buf, (int)BIG, MPI_BYTE, 2, 2, MPI_COMM_WORLD,
-                  MPI_STATUS_IGNORE);
-    tap_ok_local(rc == MPI_SUCCESS && tap_check(buf, NEXT, 22) &&
-                 MPI_Recv(buf, 100, MPI_BYTE, 2, 3, MPI_COMM_WORLD,
-                          MPI_STATUS_IGNORE) == MPI_SUCCESS &&
-                 tap_check(buf, 100, 22),
-                 "a later rendezvous and eager message from rank 2 arrive "
-                 "intact");
-    rc = MPI_Recv(&ok2, 1, MPI_INT, 2, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    tap_ok_local(rc == MPI_SUCCESS && ok2, "rank 2's sends succeeded");
+    tap_ok_local(ks_bystander_intact(buf, BIG, NEXT), "a later rendezvous "
+                 "and eager message from rank 2 arrive intact");
+    tap_ok_local(ks_bystander_verdict(), "rank 2's sends succeeded");
     free(buf);
     MPI_Finalize();
     return tap_status();
