@@ -13,11 +13,18 @@
  *  - the count is the real size; rank 1's MPI_Wait succeeds; the
  *    exchange works again afterwards (a second message the same way
  *    with the sender waiting at once).
+ *  - a passing stall costs the pipeline only a moment: a third message
+ *    whose sender computes 20 ms after posting it stalls (counter
+ *    rndv_shm_stalls), and a fourth one 20 ms later, its sender waiting,
+ *    is pulled through the segment again (rndv_shm, not rndv_cma): the
+ *    pulls from a stalled sender use cma for 1 ms after one stall, not
+ *    for a fixed 100 ms.
  */
 #include "tap.h"
 
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BIG ((size_t)(16 << 20) + 7)
 
@@ -45,7 +52,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (buf == NULL)
         MPI_Abort(MPI_COMM_WORLD, 2);
-    tap_plan(3);
+    tap_plan(5);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 1) {
         tap_fill(buf, BIG, 31);
@@ -75,6 +82,41 @@ int main(int argc, char **argv)
              tap_check(buf, BIG, 32);
     }
     tap_ok(ok, "a second message, sender waiting: intact");
+
+    long long stalls0 = tap_ftw_stat("rndv_shm_stalls"), stalls1;
+    long long shm0, cma0, shm1, cma1;
+
+    if (rank == 1) {
+        tap_fill(buf, BIG, 33);
+        ok = MPI_Isend(buf, (int)BIG, MPI_BYTE, 0, 3, MPI_COMM_WORLD,
+                       &req) == MPI_SUCCESS;
+        compute(0.02);
+        ok &= MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+        tap_fill(buf, BIG, 34);
+        ok &= MPI_Send(buf, (int)BIG, MPI_BYTE, 0, 4, MPI_COMM_WORLD) ==
+              MPI_SUCCESS;
+        stalls1 = stalls0;
+        shm0 = shm1 = cma0 = cma1 = 0;
+    } else {
+        ok = MPI_Recv(buf, (int)BIG, MPI_BYTE, 1, 3, MPI_COMM_WORLD,
+                      MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+             tap_check(buf, BIG, 33);
+        stalls1 = tap_ftw_stat("rndv_shm_stalls");
+        shm0 = tap_ftw_stat("rndv_shm");
+        cma0 = tap_ftw_stat("rndv_cma");
+        usleep(20000);
+        ok &= MPI_Recv(buf, (int)BIG, MPI_BYTE, 1, 4, MPI_COMM_WORLD,
+                       MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+              tap_check(buf, BIG, 34);
+        shm1 = tap_ftw_stat("rndv_shm");
+        cma1 = tap_ftw_stat("rndv_cma");
+    }
+    tap_ok(ok && (rank != 0 || stalls1 > stalls0),
+           "a third message, its sender computing 20 ms: intact, the "
+           "pull stalled (rndv_shm_stalls %lld -> %lld)", stalls0, stalls1);
+    tap_ok(rank != 0 || (shm1 == shm0 + 1 && cma1 == cma0),
+           "a fourth one 20 ms later goes through the segment again "
+           "(rndv_shm +%lld, rndv_cma +%lld)", shm1 - shm0, cma1 - cma0);
     free(buf);
     MPI_Finalize();
     return tap_status();

@@ -34,6 +34,8 @@
     _(RNDV_SHM_BYTES, "rndv_shm_bytes", "bytes pulled by shm")          \
     _(RNDV_SHM_SPLIT, "rndv_shm_split", "shm pulls shared with the sender (split)") \
     _(RNDV_SHM_HELPED, "rndv_shm_helped", "bytes this sender wrote into its receivers (split)") \
+    _(RNDV_SHM_STALLS, "rndv_shm_stalls", "shm pulls left to cma: the " \
+                                        "sender answered nothing for 0.2 ms") \
     _(RNDV_VERBS,     "rndv_verbs",     "rendezvous messages pulled by RDMA READ") \
     _(RNDV_VERBS_BYTES, "rndv_verbs_bytes", "bytes pulled by RDMA READ")  \
     _(VERBS_ODP,      "verbs_odp",      "1: verbs memory is on-demand paged") \

@@ -70,7 +70,8 @@
 #define SHM_SERVE_LINGER 256    /* idle scans a busy server waits on */
 #define SHM_MIN_FRAG 16384
 #define SHM_STALL_MS 0.2        /* a silent sender: read it with cma */
-#define SHM_COOL_MS 100.0       /* and keep to cma with it that long */
+#define SHM_COOL_MIN_MS 1.0     /* and keep to cma with it that long, */
+#define SHM_COOL_MAX_MS 100.0   /* twice as long after each stall in a row */
 
 /* One slot: the receiver's line (request) and the sender's (answer). */
 typedef struct {
@@ -126,6 +127,7 @@ typedef struct {
     uint64_t split_idle;    /* out: claim word last seen with nothing to do */
     int split_refused;      /* out: writes to the receiver are refused */
     double cma_until;       /* in: pulls use cma until then (now_ms) */
+    unsigned stalls;        /* in: stalls since the last full shm pull */
     shm_expo_t *expo;       /* out: exposed ranges */
     int nexpo, capexpo;
     atomic_flag busy;       /* in: a pull is using it */
@@ -616,6 +618,23 @@ static void wait_turn(unsigned spins)
         cpu_relax();
 }
 
+/* The sender answered nothing for SHM_STALL_MS: the pulls from it use
+ * cma for a while, the longer the more stalls came in a row.  One stall
+ * is mostly a moment without a core (a timer, another thread); a sender
+ * computing outside MPI stalls every pull, and soon costs one wait per
+ * SHM_COOL_MAX_MS. */
+static void seg_stalled(shm_seg_t *s)
+{
+    double cool = SHM_COOL_MIN_MS;
+
+    for (unsigned i = 0; i < s->stalls && cool < SHM_COOL_MAX_MS; i++)
+        cool *= 2;
+    s->cma_until = now_ms() + (cool < SHM_COOL_MAX_MS ? cool
+                                                      : SHM_COOL_MAX_MS);
+    s->stalls++;
+    ftw_stat_add(FTW_STAT_RNDV_SHM_STALLS, 1);
+}
+
 /* Wait for the answer to request number want in sl, watching the
  * sender and serving this process's own receivers meanwhile.  A sender
  * that answers nothing for SHM_STALL_MS is not copying now: it is
@@ -640,7 +659,7 @@ static ftw_status_t frag_wait(shm_seg_t *s, shm_slot_t *sl, uint64_t want)
             if (t0 == 0) {
                 t0 = now_ms();
             } else if (now_ms() - t0 > SHM_STALL_MS) {
-                s->cma_until = now_ms() + SHM_COOL_MS;
+                seg_stalled(s);
                 return FTW_ST_UNSUPPORTED;
             }
         }
@@ -786,7 +805,7 @@ static ftw_status_t split_wait(shm_seg_t *s, uint64_t want, int *err_p)
             if (t0 == 0) {
                 t0 = now_ms();
             } else if (t0 > 0 && now_ms() - t0 > SHM_STALL_MS) {
-                s->cma_until = now_ms() + SHM_COOL_MS;
+                seg_stalled(s);
                 t0 = -1;    /* once a wait */
             }
         }
@@ -861,12 +880,17 @@ static ftw_status_t shm_pull(const ftw_xport_src_t *src, uint64_t addr,
     st = seg_in(src, &s);
     if (st != FTW_OK)
         return st;
-    if (s->cma_until != 0 && now_ms() < s->cma_until)
+    if (s->cma_until != 0 && now_ms() < s->cma_until) {
         st = FTW_ST_UNSUPPORTED;    /* the sender stalled lately: cma */
-    else if (ftw_cfg.shm_pull == FTW_SHM_PULL_SPLIT)
-        st = split_pull(s, src, addr, local, len);
-    else
-        st = seg_pull(s, src, addr, local, len);
+    } else {
+        unsigned stalls = s->stalls;
+
+        st = ftw_cfg.shm_pull == FTW_SHM_PULL_SPLIT ?
+             split_pull(s, src, addr, local, len) :
+             seg_pull(s, src, addr, local, len);
+        if (st == FTW_OK && s->stalls == stalls)
+            s->stalls = 0;          /* the sender kept up all the way */
+    }
     if (st == FTW_ST_PEER_FAILED) {
         /* Dropped while still held: no other thread is using it. */
         pthread_mutex_lock(&shm_lock);
