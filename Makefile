@@ -85,6 +85,10 @@ build/$(1)/tests/%: tests/%.c $$(wildcard tests/*.h) include/ftwrap.h include/mp
 # A test that includes another test's source (the same test, another victim
 # or transport).
 build/$(1)/tests/validate_during0: tests/validate_during.c
+build/$(1)/tests/comm_dup_inside_mt: tests/comm_dup_inside.c
+build/$(1)/tests/comm_dup_race_mt build/$(1)/tests/comm_split_race_mt: tests/comm_dup_race.c
+build/$(1)/tests/win_dup_fail_mt: tests/win_dup_fail.c
+build/$(1)/tests/rndv_split_stall: tests/rndv_shm_stall.c
 build/$(1)/tests/agree_tree_root build/$(1)/tests/agree_tree_two: tests/agree_tree.c
 build/$(1)/tests/rndv_p2p_shm build/$(1)/tests/rndv_p2p_auto: tests/rndv_p2p.c
 build/$(1)/tests/rndv_probe_shm: tests/rndv_probe.c

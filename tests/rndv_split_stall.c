@@ -3,4 +3,5 @@
  * rndv_split_stall - rndv_shm_stall.c with split pulls: a sender out of
  * MPI calls takes no chunk, so the receiver reads them all itself at once.
  */
+#define SPLIT_PULLS 1
 #include "rndv_shm_stall.c"

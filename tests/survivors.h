@@ -180,9 +180,14 @@ static int report(const int *surv, int nsurv)
 }
 
 /* The end of a survivor: MPI_Finalize must return despite the failure. */
+static void busy_end(void);
+
 static int finish(const int *surv, int nsurv)
 {
-    int ok = report(surv, nsurv), rc;
+    int ok, rc;
+
+    busy_end();
+    ok = report(surv, nsurv);
 
     step = "MPI_Finalize";
     fflush(stdout);
@@ -193,6 +198,73 @@ static int finish(const int *surv, int nsurv)
     }
     return ok ? 0 : 1;
 }
+
+/* ---- a second thread (SURVIVORS_THREADS) -------------------------------- */
+
+/*
+ * A test defining SURVIVORS_THREADS runs under MPI_THREAD_MULTIPLE
+ * (skipped where the MPI grants less), and on every rank but VICTIM a
+ * second thread keeps making duplicates of MPI_COMM_SELF and sending a
+ * checksummed message to itself on each, from setup to finish: another
+ * thread's creations and traffic while the test's own calls run and its
+ * victim dies.  finish() checks that thread's work.
+ */
+#ifdef SURVIVORS_THREADS
+#include <stdatomic.h>
+
+static atomic_int busy_stop;
+static pthread_t busy_tid;
+static int busy_started, busy_bad;
+static long busy_rounds;
+
+static void *busy_main(void *arg)
+{
+    unsigned char out[256], in[256];
+
+    (void)arg;
+    while (!atomic_load(&busy_stop) && !busy_bad) {
+        MPI_Comm d;
+        MPI_Request r[2];
+        MPI_Status st[2];
+
+        if (MPI_Comm_dup(MPI_COMM_SELF, &d) != MPI_SUCCESS) {
+            busy_bad = 1;
+            break;
+        }
+        tap_fill(out, sizeof(out), (uint64_t)busy_rounds);
+        memset(in, 0, sizeof(in));
+        if (MPI_Irecv(in, (int)sizeof(in), MPI_BYTE, 0, 1, d, &r[0]) ||
+            MPI_Isend(out, (int)sizeof(out), MPI_BYTE, 0, 1, d, &r[1]) ||
+            MPI_Waitall(2, r, st) ||
+            !tap_check(in, sizeof(in), (uint64_t)busy_rounds))
+            busy_bad = 1;
+        MPI_Comm_free(&d);
+        busy_rounds++;
+    }
+    return NULL;
+}
+
+static void busy_start(void)
+{
+    busy_started = rank != VICTIM &&
+                   pthread_create(&busy_tid, NULL, busy_main, NULL) == 0;
+}
+
+static void busy_end(void)
+{
+    if (rank == VICTIM)
+        return;
+    atomic_store(&busy_stop, 1);
+    if (busy_started)
+        pthread_join(busy_tid, NULL);
+    chk(busy_started && !busy_bad && busy_rounds > 0,
+        "a second thread's %ld duplicates of MPI_COMM_SELF, each with a "
+        "checksummed message to itself: all intact", busy_rounds);
+}
+#else
+static void busy_start(void) {}
+static void busy_end(void) {}
+#endif
 
 /* ---- the test ------------------------------------------------------------ */
 
@@ -210,7 +282,13 @@ static int setup(int *argc, char ***argv)
 {
     int size;
 
+#ifdef SURVIVORS_THREADS
+    int level = MPI_THREAD_SINGLE;
+
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &level);
+#else
     MPI_Init(argc, argv);
+#endif
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -220,6 +298,15 @@ static int setup(int *argc, char ***argv)
         MPI_Finalize();
         return 0;
     }
+#ifdef SURVIVORS_THREADS
+    if (level < MPI_THREAD_MULTIPLE) {
+        if (rank == 0)
+            printf("1..0 # SKIP the MPI grants no MPI_THREAD_MULTIPLE\n");
+        MPI_Finalize();
+        return 0;
+    }
+#endif
+    busy_start();
     return 1;
 }
 

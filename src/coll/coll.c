@@ -467,6 +467,14 @@ static int idup_seen(ftw_coll_t *co)
     return c != NULL && c->idup_seen;
 }
 
+/* The parent has no member but this process. */
+static int create_alone(ftw_coll_t *co)
+{
+    int n = 0;
+
+    return PMPI_Comm_size(co->native, &n) == MPI_SUCCESS && n == 1;
+}
+
 int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
 {
     MPI_Comm *slot;
@@ -478,21 +486,21 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
      * tag) first: a duplicate given up would hold up the process's later
      * creations (validate's survivors' communicator included) until
      * ftw_comm_creation_release lets them go.  The blocking call stays
-     * under MPI_THREAD_MULTIPLE (other threads' creations) and once the
-     * program's own nonblocking duplicates of the parent were seen (their
-     * steps may still be pending: idup_seen). */
+     * once the program's own nonblocking duplicates of the parent were
+     * seen (their steps may still be pending: idup_seen). */
 #if defined(OPEN_MPI)
     PMPI_Comm_test_inter(co->native, &blocking);
-    blocking = blocking || ftw_threaded || idup_seen(co);
+    blocking = blocking || idup_seen(co);
 #else
-    /* MPICH 4.0 under MPI_THREAD_MULTIPLE: a nonblocking duplicate in one
-     * thread and blocking creations in others take turns for context ids
-     * so slowly that a program of such threads runs minutes instead of
-     * seconds (its test/mpi threads/comm/comm_create_group_threads). */
-    blocking = ftw_threaded;
-    if (!blocking)
-        PMPI_Comm_test_inter(co->native, &blocking);
+    PMPI_Comm_test_inter(co->native, &blocking);
 #endif
+    /* A communicator of this process alone has no member to wait for.
+     * (Under MPI_THREAD_MULTIPLE MPICH 4.0's nonblocking duplicate of one,
+     * as of MPI_COMM_SELF, takes turns for a context id with other
+     * threads' blocking creations so slowly that its test/mpi
+     * threads/comm/comm_create_group_threads runs minutes instead of
+     * seconds; the duplicate of a larger communicator does not.) */
+    blocking = blocking || create_alone(co);
 #ifndef FTW_HAVE_MPI_COMM_IDUP_WITH_INFO
     if (info != MPI_INFO_NULL)
         blocking = 1;
@@ -574,11 +582,9 @@ int ftw_create_split(ftw_coll_t *co, int color, int key, MPI_Comm *newcomm)
     int inter = 0, n, k = 0, rc, *all, *mine, *pairs, *ranks;
 
     /* Intercommunicators split by their own rules; a color the MPI would
-     * refuse is refused by it; threads may run creations at once (see
-     * ftw_create_dup on MPICH's context ids). */
+     * refuse is refused by it. */
     PMPI_Comm_test_inter(co->native, &inter);
-    if (inter || ftw_threaded || (color < 0 && color != MPI_UNDEFINED) ||
-        idup_seen(co))
+    if (inter || (color < 0 && color != MPI_UNDEFINED) || idup_seen(co))
         return PMPI_Comm_split(co->native, color, key, newcomm);
     PMPI_Comm_size(co->native, &n);
     /* One block the MPI may write into until the gather ends, which an

@@ -706,10 +706,10 @@ int ftw_comm_dup_watched(MPI_Comm comm, const int *ids, int n,
 
     *dup_p = MPI_COMM_NULL;
     ftw_inject(FTW_INJECT_DUP);
-    /* Under MPI_THREAD_MULTIPLE MPICH 4.0's nonblocking duplicates take
-     * turns with other threads' creations very slowly (coll.c): there
-     * the blocking call, as before. */
-    if (slot == NULL || ftw_threaded) {
+    /* A communicator of this process alone has no member to wait for
+     * (and MPICH 4.0's nonblocking duplicate of one takes turns with other
+     * threads' creations very slowly: coll.c). */
+    if (slot == NULL || n <= 1) {
         free(slot);
         return PMPI_Comm_dup(comm, dup_p);
     }
