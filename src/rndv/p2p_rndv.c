@@ -417,7 +417,10 @@ static void copy_around_heads(uint64_t self, char *dst, const char *src,
 
 /* The RTS a listed receive finds: the one rescued for it, or what its
  * head holds, read in one section with copy_around_heads.  0 if rs is
- * not listed (the caller reads the buffer). */
+ * not listed (the caller reads the buffer).  Its message has come, so
+ * the MPI writes nothing more there: the head is one no longer, and
+ * other threads' pulls stop reading it (heads_rescue) before this
+ * receive pulls its own message over it. */
 static int head_read(const rstate_t *rs, ftw_rts_t *hdr)
 {
     struct span *e;
@@ -429,6 +432,7 @@ static int head_read(const rstate_t *rs, ftw_rts_t *hdr)
     if ((e = span_find_locked(rs->span_id)) != NULL) {
         memcpy(hdr, e->rescued ? (const void *)&e->hdr : (const void *)e->lo,
                sizeof(*hdr));
+        e->head = 0;
         found = 1;
     }
     ftw_mt_unlock(&spans_lock);
