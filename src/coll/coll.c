@@ -478,7 +478,7 @@ static int create_alone(ftw_coll_t *co)
 int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
 {
     MPI_Comm *slot;
-    int blocking = 0, inter = 0, watch, rc;
+    int blocking, inter = 0, alone, watch, rc;
 
     /* Intercommunicators take no agreement, and Open MPI 4.1's
      * nonblocking duplicate of one races with traffic on it.  Open MPI
@@ -488,19 +488,18 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
      * ftw_comm_creation_release lets them go.  The blocking call stays
      * once the program's own nonblocking duplicates of the parent were
      * seen (their steps may still be pending: idup_seen). */
-#if defined(OPEN_MPI)
-    PMPI_Comm_test_inter(co->native, &blocking);
-    blocking = blocking || idup_seen(co);
-#else
-    PMPI_Comm_test_inter(co->native, &blocking);
-#endif
+    PMPI_Comm_test_inter(co->native, &inter);
     /* A communicator of this process alone has no member to wait for.
      * (Under MPI_THREAD_MULTIPLE MPICH 4.0's nonblocking duplicate of one,
      * as of MPI_COMM_SELF, takes turns for a context id with other
      * threads' blocking creations so slowly that its test/mpi
      * threads/comm/comm_create_group_threads runs minutes instead of
      * seconds; the duplicate of a larger communicator does not.) */
-    blocking = blocking || create_alone(co);
+    alone = !inter && create_alone(co);
+    blocking = inter || alone;
+#if defined(OPEN_MPI)
+    blocking = blocking || idup_seen(co);
+#endif
 #ifndef FTW_HAVE_MPI_COMM_IDUP_WITH_INFO
     if (info != MPI_INFO_NULL)
         blocking = 1;
@@ -511,9 +510,9 @@ int ftw_create_dup(ftw_coll_t *co, MPI_Info info, MPI_Comm *newcomm)
         /* A watched barrier first: a member that died before the
          * duplicate (the usual race: the others call it right after)
          * fails it here rather than hanging the MPI's call; one dying
-         * during the call itself still does. */
-        PMPI_Comm_test_inter(co->native, &inter);
-        watch = !inter && !idup_seen(co);   /* else the native call alone */
+         * during the call itself still does.  Else the native call
+         * alone. */
+        watch = !inter && !alone && !idup_seen(co);
         rc = watch ? PMPI_Ibarrier(co->native, &co->req) : MPI_SUCCESS;
         if (watch && rc == MPI_SUCCESS)
             rc = create_watch(co, NULL);
