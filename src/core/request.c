@@ -721,6 +721,25 @@ void ftw_req_owned_free(unsigned rndv, void *owned, int pooled)
     }
 }
 
+/* One thread, a completion finishing req at once: its record, in place
+ * in the log (NULL: not there, or some request is retired), *at_p its
+ * index for ftw_req_log_drop. */
+ftw_reqinfo_t *ftw_req_log_at(MPI_Request req, int *at_p)
+{
+    int at;
+
+    if (ftw_unlikely(req_retired != NULL) || ftw_unlikely(ftw_threaded) ||
+        (at = req_log_find(req)) < 0)
+        return NULL;
+    *at_p = at;
+    return &req_log[at].info;
+}
+
+void ftw_req_log_drop(int at)
+{
+    req_log_kill(at);
+}
+
 /* Forget req's record if the log holds it; 1 if it did. */
 static int req_log_del(MPI_Request req)
 {

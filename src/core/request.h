@@ -110,6 +110,13 @@ void ftw_req_add_rndv_quiet(MPI_Request req, MPI_Comm comm, int peer,
                             void *buf, MPI_Count count, MPI_Datatype dt,
                             int rndv, void *owned);
 
+/* A completion finishing req at once, on one thread: req's record in
+ * place, if the log holds it (else NULL), and *at_p what
+ * ftw_req_log_drop takes to forget it (what it owns stays with the
+ * caller).  Saves the copy ftw_req_remove makes. */
+ftw_reqinfo_t *ftw_req_log_at(MPI_Request req, int *at_p);
+void ftw_req_log_drop(int at);
+
 /* Blocks of FTW_REQ_BLOCK bytes for the state of requests posted again
  * and again (a window of receives): kept on a per-thread free list, so a
  * post costs no allocation.  A block is also plain malloc memory, which

@@ -252,6 +252,26 @@ static int reqset_drained(reqset_t *s, int k, const int idx[],
     return bad;
 }
 
+/* Request i, freed by the MPI as it completed with *st, finished in
+ * place in the log when that is all it needs (ftw_rndv_finish_quick):
+ * 1, and nothing of it is left to look at. */
+static int reqset_quick(reqset_t *s, int i, const MPI_Request reqs[],
+                        const MPI_Status *st)
+{
+    ftw_reqinfo_t *in;
+    int at;
+
+    if (s->has[i] != 0 || s->saved[i] == MPI_REQUEST_NULL ||
+        reqs[i] != MPI_REQUEST_NULL ||
+        (in = ftw_req_log_at(s->saved[i], &at)) == NULL ||
+        !ftw_rndv_finish_quick(in, st))
+        return 0;
+    ftw_req_owned_free(in->rndv, in->owned, in->pooled);
+    ftw_req_log_drop(at);
+    s->saved[i] = MPI_REQUEST_NULL;     /* reqset_fini skips it */
+    return 1;
+}
+
 /* Completed requests j of k (request idx[j], or j) that carry a
  * rendezvous are finished (the pull, or the FIN read); 1 if any ended in
  * error (s->err set). */
@@ -260,11 +280,16 @@ static int reqset_rndv(reqset_t *s, int k, const int idx[], MPI_Status sts[],
 {
     int bad = 0;
 
+    int quick;
+
     if (ftw_likely(ftw_rndv_min == 0) || sts == MPI_STATUSES_IGNORE)
         return 0;
+    quick = !s->looked_up && ftw_likely(ftw_p2p_moved == 0);
     for (int j = 0; j < k; j++) {
         int i = idx ? idx[j] : j, rc;
 
+        if (quick && reqset_quick(s, i, reqs, &sts[j]))
+            continue;
         reqset_take(s, i, reqs);
         rc = s->has[i] && s->info[i].rndv ?
              ftw_rndv_finish(&s->info[i], &sts[j]) : MPI_SUCCESS;

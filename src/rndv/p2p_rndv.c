@@ -1190,6 +1190,24 @@ static int early_outcome(const rstate_t *rs, MPI_Status *st)
     return rs->code;
 }
 
+int ftw_rndv_finish_quick(const ftw_reqinfo_t *info, const MPI_Status *st)
+{
+    rstate_t *rs = info->owned;
+
+    switch (info->rndv) {
+    case 0:
+        return 1;
+    case FTW_RNDV_RSCRATCH:
+        return rs != NULL && scratch_take(info->buf, info->count, info->dt,
+                                          rs, st);
+    case FTW_RNDV_RUSER:
+        return rs == NULL &&
+               (status_cancelled(st) || status_bytes(st) != FTW_RTS_SIZE);
+    default:
+        return 0;
+    }
+}
+
 int ftw_rndv_finish(const ftw_reqinfo_t *info, MPI_Status *st)
 {
     rstate_t *rs = info->owned;

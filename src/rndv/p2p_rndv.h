@@ -37,6 +37,12 @@ void ftw_op_rndv_recv(ftw_op_t *op);
  * code the request completes with; st describes the message. */
 int ftw_rndv_finish(const ftw_reqinfo_t *info, MPI_Status *st);
 
+/* The common completions ftw_rndv_finish makes without a pull or a
+ * FIN (a plain request, a small message out of its scratch header, a
+ * receive that got no RTS): made here, 1; 0 when ftw_rndv_finish must
+ * run.  Nothing owned is released. */
+int ftw_rndv_finish_quick(const ftw_reqinfo_t *info, const MPI_Status *st);
+
 /* The same, raising an MPI error (truncation) on the request's
  * communicator, as the MPI would; ftwrap's own classes are left to the
  * caller, which raises them for every request alike. */
