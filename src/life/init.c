@@ -300,6 +300,7 @@ int ftw_finalize(void)
         ftw_stats_print(stdout, world_rank);
     ftw_running = 0;
     ftw_rndv_fini();
+    ftw_rndv_split_fini();
     ftw_fast_wait_fini();
     ftw_agree_fini();
     ftw_type_fini();

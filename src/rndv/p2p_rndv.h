@@ -43,6 +43,9 @@ int ftw_rndv_finish(const ftw_reqinfo_t *info, MPI_Status *st);
  * run.  Nothing owned is released. */
 int ftw_rndv_finish_quick(const ftw_reqinfo_t *info, const MPI_Status *st);
 
+/* MPI_Finalize: free the split receives' types kept for reuse. */
+void ftw_rndv_split_fini(void);
+
 /* The same, raising an MPI error (truncation) on the request's
  * communicator, as the MPI would; ftwrap's own classes are left to the
  * caller, which raises them for every request alike. */

@@ -57,6 +57,9 @@
     _(RNDV_TRUNCATED, "rndv_truncated", "rendezvous messages truncated") \
     _(RNDV_SPLIT,     "rndv_split",     "receives split: another's RTS " \
                                         "may lie in their buffer")         \
+    _(RNDV_SPLIT_TYPES, "rndv_split_types", "datatypes made for split "  \
+                                        "receives (the rest reuse kept "   \
+                                        "ones)")                           \
     _(RNDV_ABORTED,   "rndv_aborted",   "rendezvous ended by a failure")  \
     _(RELEASED,       "released",       "quarantined ranges released")   \
     _(CUT_COPIES,     "cut_copies",     "MPI cross-memory copies cut by a "  \
