@@ -28,7 +28,10 @@
  *   overhead [--iters N] [--reps R] [--rate-only]
  * prints "ovh <bytes> <native_us> <ftwrap_us> <ratio> <irecv_test_ratio>"
  * lines, then "rate <bytes> <native_msgs_per_s> <ftwrap_msgs_per_s>
- * <ratio>" lines (ratio: ftwrap's rate over the native one); one rank:
+ * <ratio>" lines (ratio: ftwrap's rate over the native one) and "xrate"
+ * lines of the same form for the exchange (each rank posts WINDOW
+ * receives, then WINDOW sends to the other, then one MPI_Waitall: a halo
+ * exchange's shape; messages per second per rank); one rank:
  * "self <bytes> <native_ns> <ftwrap_ns> <ratio>" per message.
  */
 #include <mpi.h>
@@ -156,6 +159,45 @@ static double msgrate(const calls_t *k, int rank, int size, int iters,
     return (double)iters * WINDOW / (PMPI_Wtime() - t0);
 }
 
+/* Messages per second over iters exchanges, a halo exchange's shape:
+ * each rank posts WINDOW receives from the other, then WINDOW sends to
+ * it, then one MPI_Waitall over the 2*WINDOW; each received slot's first
+ * and last byte are checked. */
+static double xrate(const calls_t *k, int rank, int size, int iters,
+                    unsigned char *rbuf, unsigned char *sbuf)
+{
+    MPI_Request reqs[2 * WINDOW];
+    int peer = 1 - rank;
+    double t0;
+
+    PMPI_Barrier(MPI_COMM_WORLD);
+    t0 = PMPI_Wtime();
+    for (int i = 0; i < iters; i++) {
+        unsigned char mark = (unsigned char)(i * 7 + size);
+
+        for (int w = 0; w < WINDOW; w++)
+            k->irecv(rbuf + (size_t)w * size, size, MPI_BYTE, peer, w,
+                     MPI_COMM_WORLD, &reqs[w]);
+        for (int w = 0; w < WINDOW; w++) {
+            unsigned char *slot = sbuf + (size_t)w * size;
+
+            slot[0] = mark;
+            slot[size - 1] = mark;
+            k->isend(slot, size, MPI_BYTE, peer, w, MPI_COMM_WORLD,
+                     &reqs[WINDOW + w]);
+        }
+        k->waitall(2 * WINDOW, reqs, MPI_STATUSES_IGNORE);
+        for (int w = 0; w < WINDOW; w++)
+            if (rbuf[(size_t)w * size] != mark ||
+                rbuf[(size_t)w * size + size - 1] != mark) {
+                fprintf(stderr, "overhead: size %d: wrong data in exchange "
+                        "%d, message %d\n", size, i, w);
+                PMPI_Abort(MPI_COMM_WORLD, 1);
+            }
+    }
+    return (double)iters * WINDOW / (PMPI_Wtime() - t0);
+}
+
 /* Nanoseconds per message over iters windows to self. */
 static double selfrate(const calls_t *k, int size, int iters,
                        unsigned char *rbuf, unsigned char *sbuf)
@@ -217,8 +259,9 @@ static void selfrates(int iters, int reps)
 static void rates(int rank, int iters, int reps)
 {
     unsigned char *buf = calloc(WINDOW, RATE_MAX);
+    unsigned char *sbuf = calloc(WINDOW, RATE_MAX);
 
-    if (buf == NULL) {
+    if (buf == NULL || sbuf == NULL) {
         fprintf(stderr, "overhead: out of memory\n");
         PMPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -241,8 +284,22 @@ static void rates(int rank, int iters, int reps)
         if (rank == 0)
             printf("rate %d %.0f %.0f %.4f\n", size, nat[reps / 2],
                    ftw[reps / 2], ratio[reps / 2]);
+        xrate(&native_calls, rank, size, n / 4 + 1, buf, sbuf);
+        xrate(&ftwrap_calls, rank, size, n / 4 + 1, buf, sbuf);
+        for (int r = 0; r < reps; r++) {
+            nat[r] = xrate(&native_calls, rank, size, n, buf, sbuf);
+            ftw[r] = xrate(&ftwrap_calls, rank, size, n, buf, sbuf);
+            ratio[r] = ftw[r] / nat[r];
+        }
+        qsort(nat, (size_t)reps, sizeof(double), cmp_double);
+        qsort(ftw, (size_t)reps, sizeof(double), cmp_double);
+        qsort(ratio, (size_t)reps, sizeof(double), cmp_double);
+        if (rank == 0)
+            printf("xrate %d %.0f %.0f %.4f\n", size, nat[reps / 2],
+                   ftw[reps / 2], ratio[reps / 2]);
     }
     free(buf);
+    free(sbuf);
 }
 
 int main(int argc, char **argv)
