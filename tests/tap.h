@@ -127,6 +127,17 @@ static inline int tap_check(const void *buf, size_t len, uint64_t seed)
     return 1;
 }
 
+/* A status that describes nothing (a null or inactive request's):
+ * source MPI_ANY_SOURCE, tag MPI_ANY_TAG, count 0. */
+static inline int tap_status_empty(const MPI_Status *st)
+{
+    int count = -1;
+
+    MPI_Get_count(st, MPI_BYTE, &count);
+    return st->MPI_SOURCE == MPI_ANY_SOURCE && st->MPI_TAG == MPI_ANY_TAG &&
+           count == 0;
+}
+
 /* 64-bit FNV-1a over a buffer. */
 static inline uint64_t tap_fnv1a(const void *buf, size_t len)
 {

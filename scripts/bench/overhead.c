@@ -115,13 +115,29 @@ static const calls_t native_calls = { PMPI_Isend, PMPI_Irecv, PMPI_Waitall,
 static const calls_t ftwrap_calls = { MPI_Isend, MPI_Irecv, MPI_Waitall,
                                       MPI_Send, MPI_Recv };
 
+/* Each of the WINDOW slots of size bytes in buf starts and ends with
+ * mark, or the run aborts. */
+static void slots_check(const unsigned char *buf, int size,
+                        unsigned char mark, const char *what, int i)
+{
+    for (int w = 0; w < WINDOW; w++)
+        if (buf[(size_t)w * size] != mark ||
+            buf[(size_t)w * size + size - 1] != mark) {
+            fprintf(stderr, "overhead: size %d: wrong data in %s %d, "
+                    "message %d\n", size, what, i, w);
+            PMPI_Abort(MPI_COMM_WORLD, 1);
+        }
+}
+
 /* Messages per second over iters windows of WINDOW messages of size
  * bytes; the receiver checks each window's first and last byte. */
 static double msgrate(const calls_t *k, int rank, int size, int iters,
-                      unsigned char *buf)
+                      unsigned char *buf, unsigned char *sbuf)
 {
     MPI_Request reqs[WINDOW];
     double t0;
+
+    (void)sbuf;     /* each slot is sent from where it is received */
 
     PMPI_Barrier(MPI_COMM_WORLD);
     t0 = PMPI_Wtime();
@@ -148,13 +164,7 @@ static double msgrate(const calls_t *k, int rank, int size, int iters,
             continue;
         }
         k->send(NULL, 0, MPI_BYTE, 0, WINDOW, MPI_COMM_WORLD);
-        for (int w = 0; w < WINDOW; w++)
-            if (buf[(size_t)w * size] != mark ||
-                buf[(size_t)w * size + size - 1] != mark) {
-                fprintf(stderr, "overhead: size %d: wrong data in window "
-                        "%d, message %d\n", size, i, w);
-                PMPI_Abort(MPI_COMM_WORLD, 1);
-            }
+        slots_check(buf, size, mark, "window", i);
     }
     return (double)iters * WINDOW / (PMPI_Wtime() - t0);
 }
@@ -187,13 +197,7 @@ static double xrate(const calls_t *k, int rank, int size, int iters,
                      &reqs[WINDOW + w]);
         }
         k->waitall(2 * WINDOW, reqs, MPI_STATUSES_IGNORE);
-        for (int w = 0; w < WINDOW; w++)
-            if (rbuf[(size_t)w * size] != mark ||
-                rbuf[(size_t)w * size + size - 1] != mark) {
-                fprintf(stderr, "overhead: size %d: wrong data in exchange "
-                        "%d, message %d\n", size, i, w);
-                PMPI_Abort(MPI_COMM_WORLD, 1);
-            }
+        slots_check(rbuf, size, mark, "exchange", i);
     }
     return (double)iters * WINDOW / (PMPI_Wtime() - t0);
 }
@@ -256,8 +260,35 @@ static void selfrates(int iters, int reps)
     free(sbuf);
 }
 
+typedef double (*rate_fn)(const calls_t *, int, int, int, unsigned char *,
+                          unsigned char *);
+
+/* One "<what> <size> <native> <ftwrap> <ratio>" line: the medians over
+ * reps interleaved rounds of rate through the MPI's calls and ftwrap's. */
+static void rate_line(const char *what, rate_fn rate, int rank, int size,
+                      int n, int reps, unsigned char *buf,
+                      unsigned char *sbuf)
+{
+    double nat[100], ftw[100], ratio[100];
+
+    rate(&native_calls, rank, size, n / 4 + 1, buf, sbuf);  /* warm up */
+    rate(&ftwrap_calls, rank, size, n / 4 + 1, buf, sbuf);
+    for (int r = 0; r < reps; r++) {
+        nat[r] = rate(&native_calls, rank, size, n, buf, sbuf);
+        ftw[r] = rate(&ftwrap_calls, rank, size, n, buf, sbuf);
+        ratio[r] = ftw[r] / nat[r];
+    }
+    qsort(nat, (size_t)reps, sizeof(double), cmp_double);
+    qsort(ftw, (size_t)reps, sizeof(double), cmp_double);
+    qsort(ratio, (size_t)reps, sizeof(double), cmp_double);
+    if (rank == 0)
+        printf("%s %d %.0f %.0f %.4f\n", what, size, nat[reps / 2],
+               ftw[reps / 2], ratio[reps / 2]);
+}
+
 static void rates(int rank, int iters, int reps)
 {
+    static const int sizes[] = { 8, 1024, 4096, 8192 };
     unsigned char *buf = calloc(WINDOW, RATE_MAX);
     unsigned char *sbuf = calloc(WINDOW, RATE_MAX);
 
@@ -265,38 +296,11 @@ static void rates(int rank, int iters, int reps)
         fprintf(stderr, "overhead: out of memory\n");
         PMPI_Abort(MPI_COMM_WORLD, 1);
     }
-    static const int sizes[] = { 8, 1024, 4096, 8192 };
-
     for (unsigned z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
-        double nat[100], ftw[100], ratio[100];
         int size = sizes[z], n = size >= 1024 ? iters / 4 : iters;
 
-        msgrate(&native_calls, rank, size, n / 4 + 1, buf);  /* warm up */
-        msgrate(&ftwrap_calls, rank, size, n / 4 + 1, buf);
-        for (int r = 0; r < reps; r++) {
-            nat[r] = msgrate(&native_calls, rank, size, n, buf);
-            ftw[r] = msgrate(&ftwrap_calls, rank, size, n, buf);
-            ratio[r] = ftw[r] / nat[r];
-        }
-        qsort(nat, (size_t)reps, sizeof(double), cmp_double);
-        qsort(ftw, (size_t)reps, sizeof(double), cmp_double);
-        qsort(ratio, (size_t)reps, sizeof(double), cmp_double);
-        if (rank == 0)
-            printf("rate %d %.0f %.0f %.4f\n", size, nat[reps / 2],
-                   ftw[reps / 2], ratio[reps / 2]);
-        xrate(&native_calls, rank, size, n / 4 + 1, buf, sbuf);
-        xrate(&ftwrap_calls, rank, size, n / 4 + 1, buf, sbuf);
-        for (int r = 0; r < reps; r++) {
-            nat[r] = xrate(&native_calls, rank, size, n, buf, sbuf);
-            ftw[r] = xrate(&ftwrap_calls, rank, size, n, buf, sbuf);
-            ratio[r] = ftw[r] / nat[r];
-        }
-        qsort(nat, (size_t)reps, sizeof(double), cmp_double);
-        qsort(ftw, (size_t)reps, sizeof(double), cmp_double);
-        qsort(ratio, (size_t)reps, sizeof(double), cmp_double);
-        if (rank == 0)
-            printf("xrate %d %.0f %.0f %.4f\n", size, nat[reps / 2],
-                   ftw[reps / 2], ratio[reps / 2]);
+        rate_line("rate", msgrate, rank, size, n, reps, buf, sbuf);
+        rate_line("xrate", xrate, rank, size, n, reps, buf, sbuf);
     }
     free(buf);
     free(sbuf);
