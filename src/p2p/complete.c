@@ -288,9 +288,7 @@ static int reqset_quick(reqset_t *s, int i, const MPI_Request reqs[],
 static int reqset_rndv(reqset_t *s, int k, const int idx[], MPI_Status sts[],
                        const MPI_Request reqs[])
 {
-    int bad = 0;
-
-    int quick;
+    int bad = 0, quick;
 
     if (ftw_likely(ftw_rndv_min == 0) || sts == MPI_STATUSES_IGNORE)
         return 0;

@@ -593,6 +593,8 @@ static int split_type(char *scratch, char *rest, MPI_Count n,
         PMPI_Type_free(&blocks);
     if (rc == MPI_SUCCESS && (rc = PMPI_Type_commit(t)) != MPI_SUCCESS)
         PMPI_Type_free(t);
+    if (rc == MPI_SUCCESS)
+        ftw_stat_add(FTW_STAT_RNDV_SPLIT_TYPES, 1);
     return rc;
 }
 
@@ -651,7 +653,6 @@ static int split_type_kept(char *scratch, char *rest, MPI_Count n,
     rc = split_type(scratch, rest, n, t);
     if (rc != MPI_SUCCESS)
         return rc;
-    ftw_stat_add(FTW_STAT_RNDV_SPLIT_TYPES, 1);
     if (k == NULL) {
         k = &set->way[set->next++ % SPLIT_WAYS];
         PMPI_Type_free(&k->t);
@@ -686,24 +687,19 @@ static int recv_post(ftw_op_t *op, void *buf, MPI_Count count,
         MPI_Aint lb = 0;
         MPI_Datatype t;
         char *rest;
-        int rc;
+        int kept = !ftw_threaded, rc;
 
         ftw_type_size(dt, &size);
         contig(count, dt, &lb);
         rest = (char *)buf + lb + FTW_RTS_SIZE;
-        if (ftw_likely(!ftw_threaded)) {
-            rc = split_type_kept(rs->scratch, rest,
-                                 count * size - FTW_RTS_SIZE, &t);
-            return rc != MPI_SUCCESS ? rc
-                   : PMPI_Irecv(MPI_BOTTOM, 1, t, op->npeer, tag,
-                                op->native, req);
-        }
-        rc = split_type(rs->scratch, rest, count * size - FTW_RTS_SIZE, &t);
+        rc = (kept ? split_type_kept : split_type)(rs->scratch, rest,
+                                                   count * size -
+                                                   FTW_RTS_SIZE, &t);
         if (rc != MPI_SUCCESS)
             return rc;
-        ftw_stat_add(FTW_STAT_RNDV_SPLIT_TYPES, 1);
         rc = PMPI_Irecv(MPI_BOTTOM, 1, t, op->npeer, tag, op->native, req);
-        PMPI_Type_free(&t);     /* the receive keeps what it needs */
+        if (!kept)
+            PMPI_Type_free(&t);     /* the receive keeps what it needs */
         return rc;
     }
     if (op->info.rndv & FTW_RNDV_RSCRATCH) {
@@ -1285,8 +1281,7 @@ int ftw_rndv_finish_quick(const ftw_reqinfo_t *info, const MPI_Status *st)
     case 0:
         return 1;
     case FTW_RNDV_RSCRATCH:
-        return rs != NULL && scratch_take(info->buf, info->count, info->dt,
-                                          rs, st);
+        return rs != NULL && scratch_fast(info, rs, st);
     case FTW_RNDV_RUSER:
         return rs == NULL &&
                (status_cancelled(st) || status_bytes(st) != FTW_RTS_SIZE);
@@ -1300,7 +1295,7 @@ int ftw_rndv_finish(const ftw_reqinfo_t *info, MPI_Status *st)
     rstate_t *rs = info->owned;
     int rc;
 
-    if (rs != NULL && scratch_fast(info, rs, st))
+    if (ftw_rndv_finish_quick(info, st))
         return MPI_SUCCESS;
     if (info->rndv & FTW_RNDV_SEND)
         return send_finish(info, st);
