@@ -104,9 +104,17 @@ for c in "${combos[@]}"; do
         # job is reported and run once more in a fresh lab.
         for try in 1 2; do
             rm -f "$rep"
+            : >"$log"
             t0=$SECONDS
             (
-                sleep 3
+                # The fault comes once every rank is past MPI_Init and its
+                # first round (a host lost while the MPI still wires the job
+                # up ends it in the MPI's own start-up, before ftwrap runs).
+                for i in $(seq 300); do
+                    [ "$(grep -c '^rank [0-9]: running' "$log")" -ge 4 ] && break
+                    sleep 0.1
+                done
+                sleep 1
                 if [ $fault = crash ]; then
                     "$lab" crash h2
                 elif [ $fault = partition ]; then

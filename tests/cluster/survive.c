@@ -25,7 +25,9 @@
  * A failure during the recovery starts it again on the shrunk (or the
  * same) communicator.  Each rank prints "rank R: ok SUM ALIVE" (ALIVE:
  * the size of the final c) or "rank R: WRONG ..." at the end and exits 0
- * only if every round and every recovery step was right.  A process
+ * only if every round and every recovery step was right; after its first
+ * round it prints "rank R: running" to stderr (the cluster checks inject
+ * their fault only once every rank has).  A process
  * declared failed while alive (a partitioned host) is ended by ftwrap
  * (exit 75) and prints nothing.
  *
@@ -179,6 +181,8 @@ int main(int argc, char **argv)
         int rc;
 
         if (round_on(c, sum, &bad) == MPI_SUCCESS) {
+            if (s == 0)
+                fprintf(stderr, "rank %d: running\n", wrank);
             usleep(10000);
             continue;
         }
