@@ -96,8 +96,19 @@ static void register_error_classes(void)
     }
 }
 
+/* Open MPI's mpirun removes a job's session directory when one of its
+ * processes dies, at a moment of its own, and the sm shared-file-pointer
+ * component keeps a file there: a collective MPI_File_open during which
+ * some processes find the directory and others do not leaves the first
+ * waiting in the component's barrier for good.  Unless the user names the
+ * components, that one is left out (the locked-file one, whose lock file
+ * lies beside the file, takes its place).  Read by the MPI's MPI_Init. */
 void ftw_init_before(void)
 {
+#if defined(OPEN_MPI)
+    if (getenv("OMPI_MCA_sharedfp") == NULL)
+        setenv("OMPI_MCA_sharedfp", "^sm", 0);
+#endif
 }
 
 /* FTW_INITIAL_ERRHANDLER: MPI-4's initial error handler, on the two
