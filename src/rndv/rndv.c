@@ -27,11 +27,13 @@ size_t ftw_rndv_min;
 _Atomic int ftw_rndv_on;
 
 static uint64_t cookie[2];
-static MPI_Comm rndv_comm = MPI_COMM_NULL;  /* FIN messages, by world rank */
-/* First fragments, by world rank and FIN tag: apart from rndv_comm, where
- * a process's FIN receives wait for its peers' FINs under tags their own
- * sends' fragments would also carry. */
-static MPI_Comm frag_comm = MPI_COMM_NULL;
+/* FIN messages by world rank and FIN tag, and first fragments under
+ * their send's FIN tag + frag_shift: above every FIN tag, since a
+ * process's FIN receives wait for its peers' FINs under tags their own
+ * sends' fragments would also carry.  One communicator, not two: each
+ * one more makes MPICH's small-message exchange slower. */
+static MPI_Comm rndv_comm = MPI_COMM_NULL;
+static int frag_shift;
 static size_t first_len;       /* FTW_RNDV_FIRST, at most FIRST_MAX */
 static int self_world = -1;
 static int fin_tag_span = FIN_TAG_SPAN;
@@ -160,17 +162,21 @@ static void first_init(void)
     }
 }
 
-/* The largest FIN tag span the MPI allows. */
+/* The FIN tags' spans, as large as the MPI's tags allow: the one-shot
+ * sends' and the persistent ones' in the lower half of the tags from
+ * FIN_TAG_BASE, their fragments' (FIN tag + frag_shift) in the upper. */
 static void fin_tags_init(void)
 {
-    int *ub = NULL, flag = 0;
+    int *ub = NULL, flag = 0, room = INT_MAX - FIN_TAG_BASE;
 
     PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
-    if (flag && ub != NULL && *ub - FIN_TAG_BASE < fin_tag_span)
-        fin_tag_span = *ub - FIN_TAG_BASE;
+    if (flag && ub != NULL)
+        room = *ub - FIN_TAG_BASE + 1;
+    fin_tag_span = room / 4 < FIN_TAG_SPAN ? room / 4 : FIN_TAG_SPAN;
     pfin_base = FIN_TAG_BASE + fin_tag_span;
-    pfin_span = flag && ub != NULL && *ub - pfin_base < FIN_TAG_SPAN ?
-                *ub - pfin_base : FIN_TAG_SPAN;
+    pfin_span = room / 2 - fin_tag_span < FIN_TAG_SPAN ?
+                room / 2 - fin_tag_span : FIN_TAG_SPAN;
+    frag_shift = fin_tag_span + pfin_span;
 }
 
 ftw_status_t ftw_rndv_init(void)
@@ -196,12 +202,6 @@ ftw_status_t ftw_rndv_init(void)
         return FTW_ST_MPI_ERROR;
     }
     PMPI_Comm_set_errhandler(rndv_comm, MPI_ERRORS_RETURN);
-    if (PMPI_Comm_dup(MPI_COMM_WORLD, &frag_comm) != MPI_SUCCESS) {
-        ftw_error("MPI_Comm_dup for the rendezvous failed");
-        ftw_xport_fini();
-        return FTW_ST_MPI_ERROR;
-    }
-    PMPI_Comm_set_errhandler(frag_comm, MPI_ERRORS_RETURN);
     first_init();
     fin_tags_init();
     ftw_rndv_min = min;
@@ -357,8 +357,8 @@ static ftw_status_t frag_isend(const ftw_rts_t *rts, const void *data,
 {
     MPI_Request req;
 
-    if (PMPI_Isend(data, rts->first, MPI_BYTE, world, rts->fin_tag,
-                   frag_comm, &req) != MPI_SUCCESS)
+    if (PMPI_Isend(data, rts->first, MPI_BYTE, world,
+                   rts->fin_tag + frag_shift, rndv_comm, &req) != MPI_SUCCESS)
         return FTW_ST_MPI_ERROR;
     loose_add(req, owned, -1);
     return FTW_OK;
@@ -724,8 +724,9 @@ static ftw_status_t frag_post(const ftw_rts_t *rts, char *dst,
     if (f->own != NULL || take < f->n)
         dst = f->own;
     if (dst == NULL ||
-        PMPI_Irecv(dst, f->n, MPI_BYTE, rts->world, rts->fin_tag, frag_comm,
-                   &f->req) != MPI_SUCCESS) {
+        PMPI_Irecv(dst, f->n, MPI_BYTE, rts->world,
+                   rts->fin_tag + frag_shift, rndv_comm, &f->req) !=
+            MPI_SUCCESS) {
         ftw_error("cannot receive the first %d bytes of a message from "
                   "world rank %d", f->n, rts->world);
         free(f->own);
@@ -833,8 +834,8 @@ void ftw_rndv_drop(const void *hdr, MPI_Count n)
         return;
     buf = malloc((size_t)rts.first);
     if (buf == NULL ||
-        PMPI_Irecv(buf, rts.first, MPI_BYTE, rts.world, rts.fin_tag,
-                   frag_comm, &req) != MPI_SUCCESS) {
+        PMPI_Irecv(buf, rts.first, MPI_BYTE, rts.world,
+                   rts.fin_tag + frag_shift, rndv_comm, &req) != MPI_SUCCESS) {
         ftw_warn_sparse("the first fragment of a dropped message from "
                         "world rank %d stays unreceived", rts.world);
         free(buf);

@@ -16,8 +16,9 @@
  * cookie is an RTS, and the pull happens then, in the completion call.
  *
  * With FTW_RNDV_FIRST the sender sends the message's first bytes right
- * after the RTS, as an eager message on the fragment communicator
- * (tag: the FIN tag); the receiver takes them while it pulls the rest.
+ * after the RTS, as an eager message on the rendezvous communicator
+ * (tag: the FIN tag + a shift above every FIN tag); the receiver takes
+ * them while it pulls the rest.
  * A persistent send's round that no transport can expose goes the same
  * way whole (a fragment of all its bytes, the MPI's own send).
  *
