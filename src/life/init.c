@@ -106,8 +106,7 @@ static void register_error_classes(void)
 void ftw_init_before(void)
 {
 #if defined(OPEN_MPI)
-    if (getenv("OMPI_MCA_sharedfp") == NULL)
-        setenv("OMPI_MCA_sharedfp", "^sm", 0);
+    setenv("OMPI_MCA_sharedfp", "^sm", 0);     /* 0: the user's stays */
 #endif
 }
 
