@@ -449,8 +449,13 @@ int ftw_rndv_peer_world(MPI_Comm comm, int peer)
     return c->peer_world[peer];
 }
 
-/* Blocking sends from this size take the shm pipeline under auto. */
-#define FTW_SHM_BLOCKING_MIN ((uint64_t)8 << 20)
+/* Blocking sends from this size take the shm pipeline under auto.
+ * Blocking ping-pong, 2 ranks bound to this host's 2 cores, median of 3
+ * interleaved rounds, us, cma against shm: Open MPI 10.0/12.7 at
+ * 128 KiB, 29.8/28.1 at 512 KiB, 52.0/41.2 at 768 KiB, 72.1/48.4 at
+ * 1 MiB, 145/89 at 2 MiB, 334/166 at 4 MiB; MPICH 10.9/13.2,
+ * 30.3/33.5, 52.6/39.9, 85.6/52.6, 154/110, 316/168. */
+#define FTW_SHM_BLOCKING_MIN ((uint64_t)768 << 10)
 
 /* Below this size a nonblocking send from the very bytes of this
  * thread's previous rendezvous send (a window from one buffer, a
@@ -482,9 +487,9 @@ static int send_xport(int xport, const void *buf, uint64_t size,
      * waits: below FTW_SHM_BLOCKING_MIN the receiver reads it alone
      * (cma), as fast there as the shm pipeline, whose speed hangs on both
      * processes holding a core; from there the pipeline's two copies
-     * through memory in cache beat one cma copy (1.3-2.9 times on this
-     * host at 16 and 64 MiB).  A split pull takes the sender's help where
-     * it comes. */
+     * through memory in cache beat one cma copy (1.3-2.0 times on this
+     * host at 1-4 MiB, 1.3-2.9 at 16 and 64 MiB).  A split pull takes
+     * the sender's help where it comes. */
     if (!nonblocking && size < FTW_SHM_BLOCKING_MIN)
         return FTW_XPORT_ID_CMA;
     if (nonblocking && hot && size < FTW_SHM_HOT_MAX)
