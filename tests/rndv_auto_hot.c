@@ -69,6 +69,23 @@ static int window(int rank, size_t len, int onebuf, int seed,
     return ok;
 }
 
+/* A window that goes through the shm pipeline: every message pulled
+ * there, unless the sender stalled it (then the rest by cma). */
+static void piped(int rank, size_t len, int onebuf, int seed,
+                  unsigned char **bufs, const char *what)
+{
+    pulls_t a = pulls_now(), b;
+    int ok = window(rank, len, onebuf, seed, bufs);
+
+    b = pulls_now();
+    tap_ok(ok && (rank != 0 ||
+                  (b.cma - a.cma + b.shm - a.shm == WIN &&
+                   (b.shm - a.shm == WIN || b.stalls > a.stalls))),
+           "%s: intact, through the pipeline (shm +%lld, cma +%lld, "
+           "stalls +%lld)", what, b.shm - a.shm, b.cma - a.cma,
+           b.stalls - a.stalls);
+}
+
 int main(int argc, char **argv)
 {
     const size_t big = (size_t)1 << 20;
@@ -100,25 +117,8 @@ int main(int argc, char **argv)
            "16 x 256 KiB from one buffer: intact, pulled by cma (cma +%lld, "
            "shm +%lld)", b.cma - a.cma, b.shm - a.shm);
 
-    a = pulls_now();
-    ok = window(rank, 128 << 10, 0, 3, bufs);
-    b = pulls_now();
-    tap_ok(ok && (rank != 0 ||
-                  (b.cma - a.cma + b.shm - a.shm == WIN &&
-                   (b.shm - a.shm == WIN || b.stalls > a.stalls))),
-           "16 x 128 KiB from 16 buffers: intact, through the pipeline "
-           "(shm +%lld, cma +%lld, stalls +%lld)", b.shm - a.shm,
-           b.cma - a.cma, b.stalls - a.stalls);
-
-    a = pulls_now();
-    ok = window(rank, big, 1, 4, bufs);
-    b = pulls_now();
-    tap_ok(ok && (rank != 0 ||
-                  (b.cma - a.cma + b.shm - a.shm == WIN &&
-                   (b.shm - a.shm == WIN || b.stalls > a.stalls))),
-           "16 x 1 MiB from one buffer: intact, through the pipeline "
-           "(shm +%lld, cma +%lld, stalls +%lld)", b.shm - a.shm,
-           b.cma - a.cma, b.stalls - a.stalls);
+    piped(rank, 128 << 10, 0, 3, bufs, "16 x 128 KiB from 16 buffers");
+    piped(rank, big, 1, 4, bufs, "16 x 1 MiB from one buffer");
 
     for (int i = 0; i < WIN; i++)
         free(bufs[i]);
