@@ -13,7 +13,10 @@
  *    pipeline, all 16, unless the sender stalled it (rndv_shm_stalls
  *    moved: the rest of such a pull and the next ones take cma);
  *  - a window of 1 MiB sends from one buffer also goes through the
- *    pipeline (the same rule).
+ *    pipeline (the same rule);
+ *  - 16 rounds of a persistent 256 KiB send (MPI_Send_init, MPI_Start,
+ *    MPI_Wait; the data changed each round) are pulled by cma: each
+ *    round sends the bytes of the round before, in cache.
  */
 #include "tap.h"
 
@@ -86,6 +89,33 @@ static void piped(int rank, size_t len, int onebuf, int seed,
            b.stalls - a.stalls);
 }
 
+/* 16 rounds of a persistent send of len bytes from rank 1, new data
+ * each round, into one buffer of rank 0; 1 if all arrived whole. */
+static int persistent(int rank, size_t len, int seed, unsigned char *buf)
+{
+    MPI_Request req;
+    int ok = 1;
+
+    if (rank == 1)
+        ok &= MPI_Send_init(buf, (int)len, MPI_BYTE, 0, 99, MPI_COMM_WORLD,
+                            &req) == MPI_SUCCESS;
+    for (int r = 0; r < WIN && ok; r++) {
+        if (rank == 1) {
+            tap_fill(buf, len, (uint64_t)(seed + r));
+            ok &= MPI_Start(&req) == MPI_SUCCESS &&
+                  MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+        } else {
+            memset(buf, 0, len);
+            ok &= MPI_Recv(buf, (int)len, MPI_BYTE, 1, 99, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+                  tap_check(buf, len, (uint64_t)(seed + r));
+        }
+    }
+    if (rank == 1)
+        MPI_Request_free(&req);
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     const size_t big = (size_t)1 << 20;
@@ -105,7 +135,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 0;
     }
-    tap_plan(3);
+    tap_plan(4);
 
     /* The first message from the buffer is not yet in cache: a window
      * before the measured one makes it the previous send's buffer. */
@@ -119,6 +149,13 @@ int main(int argc, char **argv)
 
     piped(rank, 128 << 10, 0, 3, bufs, "16 x 128 KiB from 16 buffers");
     piped(rank, big, 1, 4, bufs, "16 x 1 MiB from one buffer");
+
+    a = pulls_now();
+    ok = persistent(rank, 256 << 10, 5, bufs[0]);
+    b = pulls_now();
+    tap_ok(ok && (rank != 0 || (b.cma - a.cma == WIN && b.shm == a.shm)),
+           "16 rounds of a persistent 256 KiB send: intact, pulled by cma "
+           "(cma +%lld, shm +%lld)", b.cma - a.cma, b.shm - a.shm);
 
     for (int i = 0; i < WIN; i++)
         free(bufs[i]);

@@ -459,27 +459,23 @@ int ftw_rndv_peer_world(MPI_Comm comm, int peer)
 
 /* Below this size a nonblocking send from the very bytes of this
  * thread's previous rendezvous send (a window from one buffer, a
- * nonblocking ping-pong) takes cma under auto: both buffers are in cache,
- * where the receiver's one copy beats the pipeline's two.  Windows of
- * 64 messages, 2 ranks bound to this host's 2 cores, GB/s, cma against
- * shm: from one buffer Open MPI 15.0/9.8 at 128 KiB, 18.6/15.2 at
- * 256 KiB, 21.6/20.7 at 512 KiB, MPICH 10.2/8.6, 14.4/14.8, 13.6/17.7;
- * a buffer per message Open MPI 8.2/9.7, 6.0/14.1, MPICH 5.3/9.1,
- * 3.9/13.9. */
+ * nonblocking ping-pong), and every round of a persistent send (its
+ * bytes are the last round's), takes cma under auto: both buffers are
+ * in cache, where the receiver's one copy beats the pipeline's two.
+ * Windows of 64 messages, 2 ranks bound to this host's 2 cores, GB/s,
+ * cma against shm: from one buffer Open MPI 15.0/9.8 at 128 KiB,
+ * 18.6/15.2 at 256 KiB, 21.6/20.7 at 512 KiB, MPICH 10.2/8.6,
+ * 14.4/14.8, 13.6/17.7; a buffer per message Open MPI 8.2/9.7,
+ * 6.0/14.1, MPICH 5.3/9.1, 3.9/13.9.  Persistent ping-pong, us, cma
+ * against shm: Open MPI 11.1/15.3, 18.3/19.7, 39.9/30.5; MPICH
+ * 12.6/13.5, 19.1/16.3, 40.3/28.2. */
 #define FTW_SHM_HOT_MAX ((uint64_t)512 << 10)
 
 static FTW_TLS const void *last_send_buf;
 static FTW_TLS uint64_t last_send_size;
 
-/* The transport of a rendezvous send of size bytes at buf (blocking
- * unless nonblocking) that ftw_xport_for_size gave xport. */
-static int send_xport(int xport, const void *buf, uint64_t size,
-                      int nonblocking)
+int ftw_rndv_pick_xport(int xport, uint64_t size, int blocking, int again)
 {
-    int hot = buf == last_send_buf && size == last_send_size;
-
-    last_send_buf = buf;
-    last_send_size = size;
     if (xport != FTW_XPORT_ID_SHM || ftw_cfg.xport != FTW_XPORT_AUTO ||
         ftw_cfg.shm_pull != FTW_SHM_PULL_PIPE)
         return xport;
@@ -490,11 +486,23 @@ static int send_xport(int xport, const void *buf, uint64_t size,
      * through memory in cache beat one cma copy (1.3-2.0 times on this
      * host at 1-4 MiB, 1.3-2.9 at 16 and 64 MiB).  A split pull takes
      * the sender's help where it comes. */
-    if (!nonblocking && size < FTW_SHM_BLOCKING_MIN)
+    if (blocking && size < FTW_SHM_BLOCKING_MIN)
         return FTW_XPORT_ID_CMA;
-    if (nonblocking && hot && size < FTW_SHM_HOT_MAX)
+    if (!blocking && again && size < FTW_SHM_HOT_MAX)
         return FTW_XPORT_ID_CMA;
     return xport;
+}
+
+/* The transport of a one-shot rendezvous send of size bytes at buf
+ * that ftw_xport_for_size gave xport. */
+static int send_xport(int xport, const void *buf, uint64_t size,
+                      int blocking)
+{
+    int again = buf == last_send_buf && size == last_send_size;
+
+    last_send_buf = buf;
+    last_send_size = size;
+    return ftw_rndv_pick_xport(xport, size, blocking, again);
 }
 
 #define SEND_SETTLE_SEC 0.5
@@ -578,7 +586,7 @@ int ftw_rndv_send_op(const void *buf, MPI_Count count, MPI_Datatype dt,
     if (xport == FTW_XPORT_ID_NATIVE || op.npeer < 0)
         return send_native(&op, buf, count, dt, tag, request);
     xport = send_xport(xport, buf, (uint64_t)(count * size),
-                       request != NULL);
+                       request == NULL);
     switch (ftw_rndv_send_start(buf, count, dt, count * size, world, xport,
                                 tag, op.native, op.npeer, &s)) {
     case FTW_OK:

@@ -33,9 +33,10 @@ static const ftw_xport_ops_t *const xport_table[FTW_XPORT_ID_COUNT] = {
  *
  * shm, two copies overlapped, beats cma, one copy, from 256 KiB on both
  * MPIs; at 128 KiB too (the same bench, median of 3: Open MPI cma 8.2,
- * shm 9.7; MPICH 5.3 and 9.1 GB/s); below that the MPI keeps the
- * message.  A send of bytes still in cache is the exception
- * (send_xport in p2p_rndv.c). */
+ * shm 9.7; MPICH 5.3 and 9.1 GB/s), the default threshold; below it
+ * (a threshold set lower) the handshake per fragment weighs more and
+ * cma, which needs nothing from the sender, is kept.  Sends of bytes
+ * still in cache are the exception (ftw_rndv_pick_xport). */
 #define SHM_AUTO_MIN ((uint64_t)128 << 10)
 
 _Atomic int ftw_xport_exposing;
