@@ -13,9 +13,6 @@
 #include "rndv/stash.h"
 #include "rndv/rndv.h"
 
-/* A send of count dt of at least ftw_rndv_min bytes (the caller checked):
- * rendezvous to a peer a transport reaches, else the MPI's own send.
- * kind: FTW_OP_SEND or FTW_OP_SSEND; request NULL: blocking. */
 /* Under FTW_XPORT=auto, the transport of a rendezvous send of size
  * bytes to a process on this host that ftw_xport_for_size gave xport:
  * cma instead of shm for a blocking send below 768 KiB, and for a
@@ -24,6 +21,9 @@
  * persistent send's next round). */
 int ftw_rndv_pick_xport(int xport, uint64_t size, int blocking, int again);
 
+/* A send of count dt of at least ftw_rndv_min bytes (the caller checked):
+ * rendezvous to a peer a transport reaches, else the MPI's own send.
+ * kind: FTW_OP_SEND or FTW_OP_SSEND; request NULL: blocking. */
 int ftw_rndv_send_op(const void *buf, MPI_Count count, MPI_Datatype dt,
                      int dest, int tag, MPI_Comm comm, int kind,
                      const char *name, MPI_Request *request);
