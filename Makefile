@@ -85,6 +85,7 @@ build/$(1)/tests/%: tests/%.c $$(wildcard tests/*.h) include/ftwrap.h include/mp
 # A test that includes another test's source (the same test, another victim
 # or transport).
 build/$(1)/tests/validate_during0: tests/validate_during.c
+build/$(1)/tests/thread_stress_fast: tests/thread_stress.c
 build/$(1)/tests/comm_dup_inside_mt: tests/comm_dup_inside.c
 build/$(1)/tests/comm_dup_race_mt build/$(1)/tests/comm_split_race_mt: tests/comm_dup_race.c
 build/$(1)/tests/win_dup_fail_mt: tests/win_dup_fail.c

@@ -54,9 +54,14 @@
 #define NP 4
 #define NT 4
 #define TAG0 100
-#define NSTEP 12
+#ifndef STEP_US
+#define STEP_US 100000  /* between the control thread's validates and drains */
+#endif
+#define NSTEP (1200000 / STEP_US)
 #define EXTRA_STEPS 40  /* at most, waiting for traffic after both deaths */
-#define STEP_US 100000
+#define EXTRA_US 100000
+#define KILL3_STEP (300000 / STEP_US)
+#define KILL1_STEP (700000 / STEP_US)
 #define MAXLEN ((1 << 20) + 3)
 
 typedef struct {
@@ -191,6 +196,39 @@ static int wait_one(int t, MPI_Request *req, MPI_Status *st, int is_send,
     }
 }
 
+/* The thread's last receives, shown when one arrives out of order. */
+#define NHIST 16
+
+static __thread struct {
+    int src, kind, count, gen;
+    uint64_t seq;
+    double t;
+} hist[NHIST];
+static __thread unsigned nhist;
+
+static void history_add(int src, uint64_t seq, int kind, int count)
+{
+    unsigned i = nhist++ % NHIST;
+
+    hist[i].src = src;
+    hist[i].seq = seq;
+    hist[i].kind = kind;
+    hist[i].count = count;
+    hist[i].gen = gen;
+    hist[i].t = MPI_Wtime();
+}
+
+static void history_dump(int t)
+{
+    for (unsigned i = nhist > NHIST ? nhist - NHIST : 0; i < nhist; i++)
+        tap_diag("rank %d thread %d: earlier: from %d seq %llu kind %d "
+                 "%d bytes generation %d at %.6f", rank, t,
+                 hist[i % NHIST].src,
+                 (unsigned long long)hist[i % NHIST].seq,
+                 hist[i % NHIST].kind, hist[i % NHIST].count,
+                 hist[i % NHIST].gen, hist[i % NHIST].t);
+}
+
 static void check_msg(int t, int kind, const unsigned char *buf, int count,
                       uint64_t last[NP][NT])
 {
@@ -212,10 +250,13 @@ static void check_msg(int t, int kind, const unsigned char *buf, int count,
     }
     if (h.seq <= last[h.src][t]) {
         n_order++;
-        tap_diag("rank %d thread %d: from %d seq %llu after %llu", rank, t,
-                 h.src, (unsigned long long)h.seq,
-                 (unsigned long long)last[h.src][t]);
+        tap_diag("rank %d thread %d: from %d seq %llu after %llu (receive "
+                 "kind %d, %d bytes, drain generation %d)", rank, t, h.src,
+                 (unsigned long long)h.seq,
+                 (unsigned long long)last[h.src][t], kind, count, gen);
+        history_dump(t);
     }
+    history_add(h.src, h.seq, kind, count);
     last[h.src][t] = h.seq;
     n_recv++;
     if (ndead_known == 2)
@@ -408,7 +449,7 @@ int main(int argc, char **argv)
         int rc;
 
         usleep(STEP_US);
-        if ((rank == 3 && i == 3) || (rank == 1 && i == 7))
+        if ((rank == 3 && i == KILL3_STEP) || (rank == 1 && i == KILL1_STEP))
             raise(SIGKILL);
         if (i % 2 == 0) {
             rc = FTW_Comm_validate(wc, &g);
@@ -434,7 +475,7 @@ int main(int argc, char **argv)
         MPI_Group g;
         int rc;
 
-        usleep(STEP_US);
+        usleep(EXTRA_US);
         rc = FTW_Comm_validate(wc, &g);
         if (rc == MPI_SUCCESS) {
             mark_group(g);
