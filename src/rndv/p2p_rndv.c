@@ -947,8 +947,15 @@ static int recv_fast_scratch(void *buf, MPI_Count count, MPI_Datatype dt,
         ftw_error("%s: out of memory", name);
         return MPI_ERR_NO_MEM;
     }
+    ftw_stash_post_begin();
+    if (ftw_stash_n != 0) {     /* a probe stashed messages meanwhile */
+        ftw_stash_post_end();
+        ftw_req_block_put(rs);
+        return FTW_PENDING_CODE;
+    }
     rc = PMPI_Irecv(rs->scratch, FTW_RTS_SIZE, MPI_BYTE, source, tag, comm,
                     &req);
+    ftw_stash_post_end();
     if (rc == MPI_SUCCESS)
         rc = ftw_recv_fast(&req, st, comm, source, tag, name, rs->scratch,
                            FTW_RTS_SIZE, MPI_BYTE);
@@ -1038,17 +1045,34 @@ int ftw_rndv_recv_op(void *buf, MPI_Count count, MPI_Datatype dt,
         ftw_type_size(dt, &size) == MPI_SUCCESS) {
         MPI_Count bytes = count * size;
 
+        /* Under threads a probe may take messages into the stash between
+         * the look above and the post: the post and a second look are
+         * one section against it (ftw_stash_post_begin). */
         if (request != NULL && !persistent &&
-            bytes < (MPI_Count)ftw_rndv_min)
-            return recv_small(buf, count, dt, bytes, source, tag, comm,
-                              request);
+            bytes < (MPI_Count)ftw_rndv_min) {
+            if (ftw_likely(!ftw_threaded))
+                return recv_small(buf, count, dt, bytes, source, tag, comm,
+                                  request);
+            ftw_stash_post_begin();
+            rc = ftw_stash_n == 0 ? recv_small(buf, count, dt, bytes, source,
+                                               tag, comm, request)
+                                  : FTW_PENDING_CODE;
+            ftw_stash_post_end();
+            if (rc != FTW_PENDING_CODE)
+                return rc;
+            goto full;
+        }
         /* A blocking one waits in the MPI, where no receive of this
          * process's is finished early: only while none needs it. */
         if (request == NULL && recvs_to_finish())
             goto full;
-        if (request == NULL && bytes < FTW_RTS_SIZE)
-            return recv_fast_scratch(buf, count, dt, source, tag, comm, name,
-                                     status);
+        if (request == NULL && bytes < FTW_RTS_SIZE) {
+            rc = recv_fast_scratch(buf, count, dt, source, tag, comm, name,
+                                   status);
+            if (rc != FTW_PENDING_CODE)
+                return rc;
+            goto full;
+        }
         if (request == NULL && contig(count, dt, &lb) &&
             !spans_overlap((char *)buf + lb, (char *)buf + lb + bytes, 0) &&
             (rc = recv_fast(buf, count, dt, source, tag, comm, name, status,

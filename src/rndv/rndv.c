@@ -38,6 +38,11 @@ static size_t first_len;       /* FTW_RNDV_FIRST, at most FIRST_MAX */
 static int self_world = -1;
 static int fin_tag_span = FIN_TAG_SPAN;
 static _Atomic unsigned fin_seq;    /* threads' sends take distinct tags */
+/* Stashed messages replayed to this process, each under a tag of its own
+ * (the tags above the fragments'): a replay's receive may be posted long
+ * after its send (its thread preempted in between) while other threads
+ * replay, and must still match only its own message. */
+static int replay_base = 1, replay_span = FIN_TAG_BASE - 1;
 
 /* Persistent sends keep one FIN tag from their init to their free, drawn
  * above the span of the one-shot sends' tags (which wrap) and given back
@@ -162,21 +167,26 @@ static void first_init(void)
     }
 }
 
-/* The FIN tags' spans, as large as the MPI's tags allow: the one-shot
- * sends' and the persistent ones' in the lower half of the tags from
- * FIN_TAG_BASE, their fragments' (FIN tag + frag_shift) in the upper. */
+/* The tags' spans, as large as the MPI's tags allow.  From FIN_TAG_BASE:
+ * the one-shot sends' FIN tags and the persistent ones', then their
+ * fragments' (FIN tag + frag_shift), then the replays' (at least an
+ * eighth of the tags). */
 static void fin_tags_init(void)
 {
-    int *ub = NULL, flag = 0, room = INT_MAX - FIN_TAG_BASE;
+    int *ub = NULL, flag = 0, top = INT_MAX, room;
 
     PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
     if (flag && ub != NULL)
-        room = *ub - FIN_TAG_BASE + 1;
+        top = *ub;
+    room = top - FIN_TAG_BASE + 1;
+    room -= room / 8;
     fin_tag_span = room / 4 < FIN_TAG_SPAN ? room / 4 : FIN_TAG_SPAN;
     pfin_base = FIN_TAG_BASE + fin_tag_span;
     pfin_span = room / 2 - fin_tag_span < FIN_TAG_SPAN ?
                 room / 2 - fin_tag_span : FIN_TAG_SPAN;
     frag_shift = fin_tag_span + pfin_span;
+    replay_base = FIN_TAG_BASE + 2 * frag_shift;
+    replay_span = top - replay_base + 1;
 }
 
 ftw_status_t ftw_rndv_init(void)
@@ -272,10 +282,10 @@ int ftw_rndv_contig(MPI_Count count, MPI_Datatype dt, MPI_Aint *lb_p)
 ftw_status_t ftw_rndv_replay(void *buf, MPI_Count n, MPI_Comm *comm_p,
                              int *rank_p, int *tag_p)
 {
-    static _Atomic unsigned seq;
-    int tag = 1 + (int)(atomic_fetch_add_explicit(&seq, 1,
-                                                   memory_order_relaxed) %
-                        (FIN_TAG_BASE - 1));    /* below the FINs' */
+    static _Atomic uint64_t seq;
+    int tag = replay_base +
+              (int)(atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed) %
+                    (uint64_t)replay_span);
     MPI_Request req;
 
     if (ftw_isend_any(0, buf, n, MPI_BYTE, self_world, tag, rndv_comm,
@@ -285,6 +295,7 @@ ftw_status_t ftw_rndv_replay(void *buf, MPI_Count n, MPI_Comm *comm_p,
         return FTW_ST_MPI_ERROR;
     }
     ftw_rndv_loose_add(req, buf);
+    ftw_stat_add(FTW_STAT_RNDV_REPLAYED, 1);
     *comm_p = rndv_comm;
     *rank_p = self_world;
     *tag_p = tag;

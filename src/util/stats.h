@@ -61,6 +61,8 @@
                                         "receives (the rest reuse kept "   \
                                         "ones)")                           \
     _(RNDV_ABORTED,   "rndv_aborted",   "rendezvous ended by a failure")  \
+    _(RNDV_REPLAYED,  "rndv_replayed",  "messages a probe took ahead, "  \
+                                        "replayed to a later receive")     \
     _(RELEASED,       "released",       "quarantined ranges released")   \
     _(CUT_COPIES,     "cut_copies",     "MPI cross-memory copies cut by a "  \
                                         "peer's death")                      \
