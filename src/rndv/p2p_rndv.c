@@ -449,60 +449,20 @@ int ftw_rndv_peer_world(MPI_Comm comm, int peer)
     return c->peer_world[peer];
 }
 
-/* Blocking sends from this size take the shm pipeline under auto.
- * Blocking ping-pong, 2 ranks bound to this host's 2 cores, median of 3
- * interleaved rounds, us, cma against shm: Open MPI 10.0/12.7 at
- * 128 KiB, 29.8/28.1 at 512 KiB, 52.0/41.2 at 768 KiB, 72.1/48.4 at
- * 1 MiB, 145/89 at 2 MiB, 334/166 at 4 MiB; MPICH 10.9/13.2,
- * 30.3/33.5, 52.6/39.9, 85.6/52.6, 154/110, 316/168. */
-#define FTW_SHM_BLOCKING_MIN ((uint64_t)768 << 10)
-
-/* Below this size a nonblocking send from the very bytes of this
- * thread's previous rendezvous send (a window from one buffer, a
- * nonblocking ping-pong), and every round of a persistent send (its
- * bytes are the last round's), takes cma under auto: both buffers are
- * in cache, where the receiver's one copy beats the pipeline's two.
- * Windows of 64 messages, 2 ranks bound to this host's 2 cores, GB/s,
- * cma against shm: from one buffer Open MPI 15.0/9.8 at 128 KiB,
- * 18.6/15.2 at 256 KiB, 21.6/20.7 at 512 KiB, MPICH 10.2/8.6,
- * 14.4/14.8, 13.6/17.7; a buffer per message Open MPI 8.2/9.7,
- * 6.0/14.1, MPICH 5.3/9.1, 3.9/13.9.  Persistent ping-pong, us, cma
- * against shm: Open MPI 11.1/15.3, 18.3/19.7, 39.9/30.5; MPICH
- * 12.6/13.5, 19.1/16.3, 40.3/28.2. */
-#define FTW_SHM_HOT_MAX ((uint64_t)512 << 10)
-
 static FTW_TLS const void *last_send_buf;
 static FTW_TLS uint64_t last_send_size;
 
-int ftw_rndv_pick_xport(int xport, uint64_t size, int blocking, int again)
-{
-    if (xport != FTW_XPORT_ID_SHM || ftw_cfg.xport != FTW_XPORT_AUTO ||
-        ftw_cfg.shm_pull != FTW_SHM_PULL_PIPE)
-        return xport;
-    /* A blocking send has one message in flight and its sender only
-     * waits: below FTW_SHM_BLOCKING_MIN the receiver reads it alone
-     * (cma), as fast there as the shm pipeline, whose speed hangs on both
-     * processes holding a core; from there the pipeline's two copies
-     * through memory in cache beat one cma copy (1.3-2.0 times on this
-     * host at 1-4 MiB, 1.3-2.9 at 16 and 64 MiB).  A split pull takes
-     * the sender's help where it comes. */
-    if (blocking && size < FTW_SHM_BLOCKING_MIN)
-        return FTW_XPORT_ID_CMA;
-    if (!blocking && again && size < FTW_SHM_HOT_MAX)
-        return FTW_XPORT_ID_CMA;
-    return xport;
-}
-
-/* The transport of a one-shot rendezvous send of size bytes at buf
- * that ftw_xport_for_size gave xport. */
-static int send_xport(int xport, const void *buf, uint64_t size,
+/* The transport of a one-shot rendezvous send of size bytes at buf to
+ * world rank world: again if the same bytes as this thread's previous
+ * one. */
+static int send_xport(int world, const void *buf, uint64_t size,
                       int blocking)
 {
     int again = buf == last_send_buf && size == last_send_size;
 
     last_send_buf = buf;
     last_send_size = size;
-    return ftw_rndv_pick_xport(xport, size, blocking, again);
+    return (int)ftw_xport_for_send(world, size, blocking, again);
 }
 
 #define SEND_SETTLE_SEC 0.5
@@ -580,13 +540,11 @@ int ftw_rndv_send_op(const void *buf, MPI_Count count, MPI_Datatype dt,
     world = ftw_rndv_peer_world(comm, dest);
     if (ftw_type_size(dt, &size) != MPI_SUCCESS)
         world = -1;
-    xport = world >= 0 ? (int)ftw_xport_for_size(world,
-                                                 (uint64_t)(count * size))
+    xport = world >= 0 ? send_xport(world, buf, (uint64_t)(count * size),
+                                    request == NULL)
                        : FTW_XPORT_ID_NATIVE;
     if (xport == FTW_XPORT_ID_NATIVE || op.npeer < 0)
         return send_native(&op, buf, count, dt, tag, request);
-    xport = send_xport(xport, buf, (uint64_t)(count * size),
-                       request == NULL);
     switch (ftw_rndv_send_start(buf, count, dt, count * size, world, xport,
                                 tag, op.native, op.npeer, &s)) {
     case FTW_OK:

@@ -13,14 +13,6 @@
 #include "rndv/stash.h"
 #include "rndv/rndv.h"
 
-/* Under FTW_XPORT=auto, the transport of a rendezvous send of size
- * bytes to a process on this host that ftw_xport_for_size gave xport:
- * cma instead of shm for a blocking send below 768 KiB, and for a
- * nonblocking one below 512 KiB that sends again the bytes sent last
- * (again: the same buffer as the thread's previous send, or a
- * persistent send's next round). */
-int ftw_rndv_pick_xport(int xport, uint64_t size, int blocking, int again);
-
 /* A send of count dt of at least ftw_rndv_min bytes (the caller checked):
  * rendezvous to a peer a transport reaches, else the MPI's own send.
  * kind: FTW_OP_SEND or FTW_OP_SSEND; request NULL: blocking. */

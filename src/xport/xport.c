@@ -36,8 +36,31 @@ static const ftw_xport_ops_t *const xport_table[FTW_XPORT_ID_COUNT] = {
  * shm 9.7; MPICH 5.3 and 9.1 GB/s), the default threshold; below it
  * (a threshold set lower) the handshake per fragment weighs more and
  * cma, which needs nothing from the sender, is kept.  Sends of bytes
- * still in cache are the exception (ftw_rndv_pick_xport). */
+ * still in cache are the exception (SHM_HOT_MAX), and blocking ones
+ * (SHM_BLOCKING_MIN). */
 #define SHM_AUTO_MIN ((uint64_t)128 << 10)
+
+/* Blocking sends from this size take the shm pipeline under auto.
+ * Blocking ping-pong, 2 ranks bound to this host's 2 cores, median of 3
+ * interleaved rounds, us, cma against shm: Open MPI 10.0/12.7 at
+ * 128 KiB, 29.8/28.1 at 512 KiB, 52.0/41.2 at 768 KiB, 72.1/48.4 at
+ * 1 MiB, 145/89 at 2 MiB, 334/166 at 4 MiB; MPICH 10.9/13.2,
+ * 30.3/33.5, 52.6/39.9, 85.6/52.6, 154/110, 316/168. */
+#define SHM_BLOCKING_MIN ((uint64_t)768 << 10)
+
+/* Below this size a nonblocking send from the very bytes of this
+ * thread's previous rendezvous send (a window from one buffer, a
+ * nonblocking ping-pong), and every round of a persistent send (its
+ * bytes are the last round's), takes cma under auto: both buffers are
+ * in cache, where the receiver's one copy beats the pipeline's two.
+ * Windows of 64 messages, 2 ranks bound to this host's 2 cores, GB/s,
+ * cma against shm: from one buffer Open MPI 15.0/9.8 at 128 KiB,
+ * 18.6/15.2 at 256 KiB, 21.6/20.7 at 512 KiB, MPICH 10.2/8.6,
+ * 14.4/14.8, 13.6/17.7; a buffer per message Open MPI 8.2/9.7,
+ * 6.0/14.1, MPICH 5.3/9.1, 3.9/13.9.  Persistent ping-pong, us, cma
+ * against shm: Open MPI 11.1/15.3, 18.3/19.7, 39.9/30.5; MPICH
+ * 12.6/13.5, 19.1/16.3, 40.3/28.2. */
+#define SHM_HOT_MAX ((uint64_t)512 << 10)
 
 _Atomic int ftw_xport_exposing;
 
@@ -234,7 +257,23 @@ ftw_xport_id_t ftw_xport_for(int peer)
     return (ftw_xport_id_t)c;
 }
 
-ftw_xport_id_t ftw_xport_for_size(int peer, uint64_t size)
+/* Under auto with the shm pipeline, a send that takes cma although shm
+ * reaches its peer: a blocking one below SHM_BLOCKING_MIN (one message
+ * in flight, its sender only waits: the receiver reads it alone as fast
+ * as the pipeline, whose speed hangs on both processes holding a core),
+ * and the same bytes sent again below SHM_HOT_MAX.  A split pull takes
+ * the sender's help where it comes. */
+static int auto_keeps_cma(uint64_t size, int blocking, int again)
+{
+    if (ftw_cfg.xport != FTW_XPORT_AUTO ||
+        ftw_cfg.shm_pull != FTW_SHM_PULL_PIPE)
+        return 0;
+    return blocking ? size < SHM_BLOCKING_MIN
+                    : again && size < SHM_HOT_MAX;
+}
+
+ftw_xport_id_t ftw_xport_for_send(int peer, uint64_t size, int blocking,
+                                  int again)
 {
     ftw_xport_id_t id = ftw_xport_for(peer);
     signed char ok;
@@ -244,7 +283,8 @@ ftw_xport_id_t ftw_xport_for_size(int peer, uint64_t size)
      * then, as below SHM_AUTO_MIN. */
     if (id != FTW_XPORT_ID_CMA || ftw_cfg.xport == FTW_XPORT_CMA ||
         (ftw_cfg.xport == FTW_XPORT_AUTO &&
-         (size < SHM_AUTO_MIN || ftw_idle_sleep)))
+         (size < SHM_AUTO_MIN || ftw_idle_sleep)) ||
+        auto_keeps_cma(size, blocking, again))
         return id;
     ok = __atomic_load_n(&shm_ok[peer], __ATOMIC_ACQUIRE);
     if (ok < 0) {

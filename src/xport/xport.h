@@ -160,9 +160,12 @@ void ftw_xport_fini(void);
  * rank peer (probed on first use, then cached). */
 ftw_xport_id_t ftw_xport_for(int peer);
 
-/* The transport for a message of size bytes to world rank peer: what
- * FTW_XPORT asks for, or with auto the faster one at that size. */
-ftw_xport_id_t ftw_xport_for_size(int peer, uint64_t size);
+/* The transport for a rendezvous send of size bytes to world rank peer:
+ * what FTW_XPORT asks for, or with auto the faster one for that send
+ * (blocking: its sender waits for it alone; again: the same bytes as
+ * the thread's previous send, or a persistent send's next round). */
+ftw_xport_id_t ftw_xport_for_send(int peer, uint64_t size, int blocking,
+                                  int again);
 
 /* The ops table of a transport id; native for an unknown id. */
 const ftw_xport_ops_t *ftw_xport_ops(int id);
