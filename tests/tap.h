@@ -380,4 +380,17 @@ static inline int tap_need_size(int np)
     return 0;
 }
 
+/* Run only where MPI_Init_thread granted MPI_THREAD_MULTIPLE: 0 (after
+ * printing a TAP skip line and finalizing) for a lower level. */
+static inline int tap_need_multiple(int provided)
+{
+    if (provided >= MPI_THREAD_MULTIPLE)
+        return 1;
+    if (tap_rank() == 0)
+        printf("1..0 # SKIP MPI_THREAD_MULTIPLE not granted (%d)\n",
+               provided);
+    MPI_Finalize();
+    return 0;
+}
+
 #endif /* FTW_TAP_H */
