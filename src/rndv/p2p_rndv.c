@@ -793,11 +793,8 @@ static int recv_fast(void *buf, MPI_Count count, MPI_Datatype dt,
     MPI_Count n = 0;
     int rc;
 
-    ftw_stash_post_begin();
-    if (ftw_stash_n != 0) {     /* a probe stashed messages meanwhile */
-        ftw_stash_post_end();
-        return FTW_PENDING_CODE;
-    }
+    if (!ftw_stash_post_begin_empty())
+        return FTW_PENDING_CODE;    /* a probe stashed messages meanwhile */
     rc = ftw_irecv_any(buf, count, dt, source, tag, comm, &req);
     ftw_stash_post_end();
     if (rc != MPI_SUCCESS)
@@ -905,11 +902,9 @@ static int recv_fast_scratch(void *buf, MPI_Count count, MPI_Datatype dt,
         ftw_error("%s: out of memory", name);
         return MPI_ERR_NO_MEM;
     }
-    ftw_stash_post_begin();
-    if (ftw_stash_n != 0) {     /* a probe stashed messages meanwhile */
-        ftw_stash_post_end();
+    if (!ftw_stash_post_begin_empty()) {
         ftw_req_block_put(rs);
-        return FTW_PENDING_CODE;
+        return FTW_PENDING_CODE;    /* a probe stashed messages meanwhile */
     }
     rc = PMPI_Irecv(rs->scratch, FTW_RTS_SIZE, MPI_BYTE, source, tag, comm,
                     &req);
@@ -1011,14 +1006,12 @@ int ftw_rndv_recv_op(void *buf, MPI_Count count, MPI_Datatype dt,
             if (ftw_likely(!ftw_threaded))
                 return recv_small(buf, count, dt, bytes, source, tag, comm,
                                   request);
-            ftw_stash_post_begin();
-            rc = ftw_stash_n == 0 ? recv_small(buf, count, dt, bytes, source,
-                                               tag, comm, request)
-                                  : FTW_PENDING_CODE;
+            if (!ftw_stash_post_begin_empty())
+                goto full;
+            rc = recv_small(buf, count, dt, bytes, source, tag, comm,
+                            request);
             ftw_stash_post_end();
-            if (rc != FTW_PENDING_CODE)
-                return rc;
-            goto full;
+            return rc;
         }
         /* A blocking one waits in the MPI, where no receive of this
          * process's is finished early: only while none needs it. */

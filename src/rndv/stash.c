@@ -31,6 +31,15 @@ void ftw_stash_post_end(void)
         pthread_rwlock_unlock(&post_lock);
 }
 
+int ftw_stash_post_begin_empty(void)
+{
+    ftw_stash_post_begin();
+    if (ftw_stash_n == 0)
+        return 1;
+    ftw_stash_post_end();
+    return 0;
+}
+
 static int matches(const ftw_stash_t *e, MPI_Comm comm, MPI_Comm native,
                    int nsrc, int tag)
 {

@@ -62,6 +62,11 @@ int ftw_stash_look(ftw_op_t *op, int tag, MPI_Message *msg_p, int *flag_p,
 void ftw_stash_post_begin(void);
 void ftw_stash_post_end(void);
 
+/* ftw_stash_post_begin for a fast path that posts natively only while
+ * the stash is empty: 1 with the section entered and the stash empty,
+ * 0 (section left) if a probe filled it meanwhile. */
+int ftw_stash_post_begin_empty(void);
+
 /* Remove and return the oldest entry a receive of op (source, tag) takes,
  * or NULL. */
 ftw_stash_t *ftw_stash_take(const ftw_op_t *op, int tag);
