@@ -340,39 +340,26 @@ static ftw_req_t *req_entry_get(MPI_Request req)
 
 static void req_entry_insert(ftw_req_t *e);
 
-/* Both MPIs hand every nonblocking send that completed at once (a small
- * eager message) one shared handle of a request that is already
- * complete: Open MPI its static empty request, MPICH a builtin request
- * (handle kind 01 in the top two bits).  Such a request cannot fail, and
- * a window of sends would record it again and again under one key, so on
- * the fast path (ftw_req_add_quiet) it is not recorded; elsewhere (a send
- * posted to fail at its completion, say) it is. */
+/* A send that completed at once has the MPI's shared done handle
+ * (ftw_req_is_done): a window of sends would record it again and again
+ * under one key, so on the fast path (ftw_req_add_quiet) it is not
+ * recorded; elsewhere (a send posted to fail at its completion, say) it
+ * is, in the table. */
 #if defined(OPEN_MPI)
-static void *req_done_handle;
-static pthread_once_t req_done_once = PTHREAD_ONCE_INIT;
-
-static void req_done_find(void)
-{
-    req_done_handle = dlsym(RTLD_DEFAULT, "ompi_request_empty");
-}
-
-static inline int req_done(MPI_Request req)
-{
-    pthread_once(&req_done_once, req_done_find);
-    return req_done_handle != NULL && (void *)req == req_done_handle;
-}
-#elif defined(MPICH)
-static inline int req_done(MPI_Request req)
-{
-    return ((unsigned)req >> 30) == 1;
-}
-#else
-static inline int req_done(MPI_Request req)
-{
-    (void)req;
-    return 0;
-}
+void *ftw_req_done_handle;
 #endif
+
+void ftw_req_init(void)
+{
+#if defined(OPEN_MPI)
+    ftw_req_done_handle = dlsym(RTLD_DEFAULT, "ompi_request_empty");
+#endif
+}
+
+static inline int req_done(MPI_Request req)
+{
+    return ftw_req_is_done(req);
+}
 
 void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info)
 {
@@ -447,6 +434,11 @@ static inline int req_log_find(MPI_Request req)
 static inline int req_table_empty(void)
 {
     return ftw_req_count == req_log_live;
+}
+
+int ftw_req_table_empty(void)
+{
+    return req_table_empty();
 }
 
 /* Take record i out of the log. */

@@ -95,6 +95,34 @@ static inline void ftw_req_mark_testall_unsafe(void)
 /* Entries with info.early set; 0: progress has no receive to finish. */
 extern _Atomic int ftw_req_early_count;
 
+/* Both MPIs hand every nonblocking send that completed at once (a small
+ * eager message) one shared handle of a request that is already
+ * complete: Open MPI its static empty request (ftw_req_done_handle, found
+ * by ftw_req_init), MPICH a builtin request (handle kind 01 in the top
+ * two bits).  Such a request cannot fail. */
+#if defined(OPEN_MPI)
+extern void *ftw_req_done_handle;
+#endif
+
+static inline int ftw_req_is_done(MPI_Request req)
+{
+#if defined(OPEN_MPI)
+    return ftw_req_done_handle != NULL && (void *)req == ftw_req_done_handle;
+#elif defined(MPICH)
+    return ((unsigned)req >> 30) == 1;
+#else
+    (void)req;
+    return 0;
+#endif
+}
+
+/* Find what ftw_req_is_done needs (at MPI_Init). */
+void ftw_req_init(void);
+
+/* No record in the table proper (the log of the fast path never holds a
+ * shared done handle): such a handle has nothing to finish. */
+int ftw_req_table_empty(void);
+
 /* Record req (after a successful native post). */
 void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info);
 

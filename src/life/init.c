@@ -244,6 +244,7 @@ int ftw_init_after(int rc)
     if (rc != MPI_SUCCESS)
         return rc;
     ftw_config_load();
+    ftw_req_init();
     subscribe();
     {
         int level = MPI_THREAD_SINGLE;
