@@ -11,6 +11,7 @@
 #define FTW_TAP_H
 
 #include <mpi.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -391,6 +392,22 @@ static inline int tap_need_multiple(int provided)
                provided);
     MPI_Finalize();
     return 0;
+}
+
+/* The start failure tests share: a job of exactly np processes (else 0,
+ * as tap_need_size), errors returned on MPI_COMM_WORLD, a barrier, then
+ * world rank victim SIGKILLs itself.  1 on the others, *rank_p their
+ * rank. */
+static inline int tap_need_victim(int np, int victim, int *rank_p)
+{
+    if (!tap_need_size(np))
+        return 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, rank_p);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (*rank_p == victim)
+        raise(SIGKILL);
+    return 1;
 }
 
 #endif /* FTW_TAP_H */
