@@ -356,11 +356,6 @@ void ftw_req_init(void)
 #endif
 }
 
-static inline int req_done(MPI_Request req)
-{
-    return ftw_req_is_done(req);
-}
-
 void ftw_req_add(MPI_Request req, const ftw_reqinfo_t *info)
 {
     ftw_req_t *e;
@@ -419,7 +414,7 @@ static inline int req_log_find(MPI_Request req)
 {
     int i = req_log_hint;
 
-    if (ftw_likely(req_log_live == 0) || req_done(req))
+    if (ftw_likely(req_log_live == 0) || ftw_req_is_done(req))
         return -1;
     for (int k = 0; k < req_log_n; k++) {
         if (req_log[i].key == req)
@@ -503,7 +498,7 @@ void ftw_req_add_quiet(MPI_Request req, MPI_Comm comm, int peer, int kind,
                        int persistent, void *buf, MPI_Count count,
                        MPI_Datatype dt)
 {
-    if (req != MPI_REQUEST_NULL && !req_done(req))
+    if (req != MPI_REQUEST_NULL && !ftw_req_is_done(req))
         req_add_quiet(req, comm, peer, kind, persistent, 0, NULL, buf, count,
                       dt);
 }
