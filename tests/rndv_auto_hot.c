@@ -6,9 +6,14 @@
  * Rank 1 sends windows of 16 MPI_Isend to rank 0, which receives each
  * window into 16 buffers; every message is checked (checksum, count).
  * Asserts, from rank 0's pull counters:
- *  - a window of 256 KiB sends from one buffer (osu_bw's window) is
- *    pulled by cma, all 16: the same bytes sent again are in cache,
- *    where one copy beats the pipeline's two;
+ *  - a window of 256 KiB sends from one buffer (osu_bw's window): its
+ *    first message, sent while no other is open, is pulled by cma (the
+ *    same bytes sent again are in cache, where one copy beats two); the
+ *    15 after it go through shm, copied out of the push slots the sender
+ *    filled ahead (rndv_shm_pushed), unless the sender stalled;
+ *  - 16 nonblocking round trips of 256 KiB from one buffer (MPI_Isend,
+ *    MPI_Wait, one message in flight, as a ping-pong) are all pulled by
+ *    cma;
  *  - a window of 128 KiB sends from 16 buffers goes through the shm
  *    pipeline, all 16, unless the sender stalled it (rndv_shm_stalls
  *    moved: the rest of such a pull and the next ones take cma);
@@ -26,13 +31,14 @@
 #define WIN 16
 
 typedef struct {
-    long long cma, shm, stalls;
+    long long cma, shm, stalls, pushed;
 } pulls_t;
 
 static pulls_t pulls_now(void)
 {
     return (pulls_t){ tap_ftw_stat("rndv_cma"), tap_ftw_stat("rndv_shm"),
-                      tap_ftw_stat("rndv_shm_stalls") };
+                      tap_ftw_stat("rndv_shm_stalls"),
+                      tap_ftw_stat("rndv_shm_pushed") };
 }
 
 /* One window of WIN messages of len bytes from rank 1 (from one buffer
@@ -89,6 +95,37 @@ static void piped(int rank, size_t len, int onebuf, int seed,
            b.stalls - a.stalls);
 }
 
+/* WIN nonblocking round trips of len bytes from one buffer of rank 1:
+ * MPI_Isend and MPI_Wait, then a zero-byte answer from rank 0, which
+ * receives into bufs[1]; 1 if all arrived whole. */
+static int round_trips(int rank, size_t len, int seed, unsigned char **bufs)
+{
+    MPI_Request req;
+    int ok = 1;
+
+    if (rank == 1)
+        tap_fill(bufs[0], len, (uint64_t)seed);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int r = 0; r < WIN && ok; r++) {
+        if (rank == 1) {
+            ok &= MPI_Isend(bufs[0], (int)len, MPI_BYTE, 0, 7,
+                            MPI_COMM_WORLD, &req) == MPI_SUCCESS &&
+                  MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+                  MPI_Recv(NULL, 0, MPI_BYTE, 0, 8, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE) == MPI_SUCCESS;
+        } else {
+            memset(bufs[1], 0, len);
+            ok &= MPI_Irecv(bufs[1], (int)len, MPI_BYTE, 1, 7,
+                            MPI_COMM_WORLD, &req) == MPI_SUCCESS &&
+                  MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+                  tap_check(bufs[1], len, (uint64_t)seed) &&
+                  MPI_Send(NULL, 0, MPI_BYTE, 1, 8, MPI_COMM_WORLD) ==
+                  MPI_SUCCESS;
+        }
+    }
+    return ok;
+}
+
 /* 16 rounds of a persistent send of len bytes from rank 1, new data
  * each round, into one buffer of rank 0; 1 if all arrived whole. */
 static int persistent(int rank, size_t len, int seed, unsigned char *buf)
@@ -135,7 +172,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 0;
     }
-    tap_plan(4);
+    tap_plan(5);
 
     /* The first message from the buffer is not yet in cache: a window
      * before the measured one makes it the previous send's buffer. */
@@ -143,9 +180,23 @@ int main(int argc, char **argv)
     a = pulls_now();
     ok = window(rank, 256 << 10, 1, 2, bufs);
     b = pulls_now();
+    tap_ok(ok && (rank != 0 ||
+                  (b.cma - a.cma + b.shm - a.shm == WIN &&
+                   b.cma - a.cma >= 1 &&
+                   ((b.shm - a.shm == WIN - 1 && b.pushed > a.pushed) ||
+                    b.stalls > a.stalls))),
+           "16 x 256 KiB from one buffer: intact, the first pulled by cma, "
+           "the rest from push slots (cma +%lld, shm +%lld, pushed +%lld, "
+           "stalls +%lld)", b.cma - a.cma, b.shm - a.shm,
+           b.pushed - a.pushed, b.stalls - a.stalls);
+
+    a = pulls_now();
+    ok = round_trips(rank, 256 << 10, 6, bufs);
+    b = pulls_now();
     tap_ok(ok && (rank != 0 || (b.cma - a.cma == WIN && b.shm == a.shm)),
-           "16 x 256 KiB from one buffer: intact, pulled by cma (cma +%lld, "
-           "shm +%lld)", b.cma - a.cma, b.shm - a.shm);
+           "16 nonblocking round trips of 256 KiB from one buffer: intact, "
+           "pulled by cma (cma +%lld, shm +%lld)", b.cma - a.cma,
+           b.shm - a.shm);
 
     piped(rank, 128 << 10, 0, 3, bufs, "16 x 128 KiB from 16 buffers");
     piped(rank, big, 1, 4, bufs, "16 x 1 MiB from one buffer");

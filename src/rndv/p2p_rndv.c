@@ -452,13 +452,20 @@ int ftw_rndv_peer_world(MPI_Comm comm, int peer)
 static FTW_TLS const void *last_send_buf;
 static FTW_TLS uint64_t last_send_size;
 
+/* Nonblocking rendezvous sends posted and not freed yet. */
+static _Atomic int sends_open;
+
 /* The transport of a one-shot rendezvous send of size bytes at buf to
  * world rank world: again if the same bytes as this thread's previous
- * one. */
+ * one, and, where shm pushes messages ahead (FTW_SHM_PUSH), no
+ * nonblocking one is still open (one message in flight, as a
+ * ping-pong's: a window from one buffer goes faster pushed). */
 static int send_xport(int world, const void *buf, uint64_t size,
                       int blocking)
 {
-    int again = buf == last_send_buf && size == last_send_size;
+    int again = buf == last_send_buf && size == last_send_size &&
+                (ftw_cfg.shm_push == 0 ||
+                 atomic_load_explicit(&sends_open, memory_order_relaxed) == 0);
 
     last_send_buf = buf;
     last_send_size = size;
@@ -557,6 +564,7 @@ int ftw_rndv_send_op(const void *buf, MPI_Count count, MPI_Datatype dt,
     send_info(&op, &s);
     if (request != NULL) {
         *request = s.fin_req;
+        atomic_fetch_add_explicit(&sends_open, 1, memory_order_relaxed);
         ftw_req_add(s.fin_req, &op.info);
         return MPI_SUCCESS;
     }
@@ -1423,6 +1431,8 @@ void ftw_rndv_owned_free(unsigned rndv, void *owned, int pooled)
         ftw_req_block_put(owned);
         return;
     }
+    if (rndv & FTW_RNDV_SEND)
+        atomic_fetch_sub_explicit(&sends_open, 1, memory_order_relaxed);
     ftw_rndv_send_end(owned);
     free(owned);
 }

@@ -39,6 +39,7 @@ typedef struct {
     size_t rndv_first;      /* FTW_RNDV_FIRST, bytes; 0: none */
     size_t shm_frag;        /* FTW_SHM_FRAG, bytes */
     int shm_slots;          /* FTW_SHM_SLOTS */
+    int shm_push;           /* FTW_SHM_PUSH */
     int shm_pull;           /* FTW_SHM_PULL: ftw_shm_pull_t */
     int quarantine;         /* FTW_QUARANTINE: ftw_quarantine_mode_t */
     int quarantine_settle;  /* FTW_QUARANTINE_SETTLE, progress passes */

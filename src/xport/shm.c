@@ -49,6 +49,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -63,9 +64,10 @@
 #include "util/log.h"
 #include "util/stats.h"
 
-#define SHM_MAGIC 0x66747773686d3032ull     /* "ftwshm02" */
+#define SHM_MAGIC 0x66747773686d3033ull     /* "ftwshm03" */
 #define SHM_LINE 64
 #define SHM_MAX_SLOTS 64
+#define SHM_MAX_PUSH 16
 #define SHM_SPINS_BEFORE_YIELD 20000
 #define SHM_SERVE_LINGER 256    /* idle scans a busy server waits on */
 #define SHM_MIN_FRAG 16384
@@ -81,6 +83,20 @@ typedef struct {
     _Alignas(SHM_LINE) _Atomic uint64_t done;  /* request answered */
     int64_t status;                             /* ftw_status_t */
 } shm_slot_t;
+
+/* A push slot: a whole message (or what of it fits) the sender copied in
+ * before its receiver asked.  Only the sender takes an EMPTY slot
+ * (EMPTY -> FILLING -> FULL, under shm_lock); the receiver takes a FULL
+ * one to copy out (FULL -> READING -> EMPTY); the sender empties a FULL
+ * one whose send ended unread (FULL -> EMPTY).  addr and len change only
+ * while the sender holds the slot FILLING. */
+enum { PUSH_EMPTY, PUSH_FILLING, PUSH_FULL, PUSH_READING };
+
+typedef struct {
+    _Alignas(SHM_LINE) _Atomic uint64_t state; /* PUSH_* */
+    _Atomic uint64_t addr;                      /* the sender's range */
+    _Atomic uint64_t len;
+} shm_push_t;
 
 #define SPLIT_IDX_MASK 0xffffffffull   /* claim: chunk index bits */
 #define SPLIT_HELP_ERR (1ull << 62)     /* helped: a sender write failed */
@@ -104,8 +120,10 @@ typedef struct {
     int32_t peer;           /* the receiver's world rank */
     uint64_t frag;          /* data bytes per slot */
     uint64_t nslots;
+    uint64_t npush;         /* push slots, their data after the slots' */
     uint64_t data_off;
     shm_split_t split;
+    shm_push_t push[SHM_MAX_PUSH];
     shm_slot_t slot[];
 } shm_hdr_t;
 
@@ -113,6 +131,9 @@ typedef struct {
 typedef struct {
     uint64_t addr, len;
     const void *owner;
+    uint64_t seq;           /* exposed as the seq-th to this receiver */
+    uint64_t pushed;        /* bytes from addr copied to push slots */
+    uint64_t push_end;      /* and how many may be: a few slots' worth */
 } shm_expo_t;
 
 /* This process's side of one segment. */
@@ -130,6 +151,9 @@ typedef struct {
     unsigned stalls;        /* in: stalls since the last full shm pull */
     shm_expo_t *expo;       /* out: exposed ranges */
     int nexpo, capexpo;
+    int unpushed;           /* out: ranges with pushed < push_end */
+    uint64_t expo_seq;      /* out: ranges exposed so far */
+    const void *push_owner[SHM_MAX_PUSH];  /* out: whose range each holds */
     atomic_flag busy;       /* in: a pull is using it */
 } shm_seg_t;
 
@@ -210,17 +234,22 @@ static shm_seg_t *seg_create(int peer)
 {
     size_t frag = (ftw_cfg.shm_frag + SHM_LINE - 1) & ~(size_t)(SHM_LINE - 1);
     size_t nslots = (size_t)ftw_cfg.shm_slots;
+    /* Split pulls make one copy; a push is a second. */
+    size_t npush = ftw_cfg.shm_push < 0 ||
+                   ftw_cfg.shm_pull == FTW_SHM_PULL_SPLIT ? 0
+                                                          : (size_t)ftw_cfg.shm_push;
     size_t off;
     shm_seg_t *s = calloc(1, sizeof(*s));
 
     frag = frag < 4096 ? 4096 : frag;
     nslots = nslots < 1 ? 1 : nslots > SHM_MAX_SLOTS ? SHM_MAX_SLOTS : nslots;
+    npush = npush > SHM_MAX_PUSH ? SHM_MAX_PUSH : npush;
     off = sizeof(shm_hdr_t) + nslots * sizeof(shm_slot_t);
 
     off = (off + 4095) & ~(size_t)4095;
     if (s == NULL)
         goto err;
-    s->maplen = off + nslots * frag;
+    s->maplen = off + (nslots + npush) * frag;
     s->fd = memfd_create("ftw-shm", MFD_CLOEXEC);
     if (s->fd < 0 || ftruncate(s->fd, (off_t)s->maplen) < 0) {
         ftw_error("memfd of %zu bytes for world rank %d: %m", s->maplen,
@@ -235,7 +264,7 @@ static shm_seg_t *seg_create(int peer)
     }
     *s->hdr = (shm_hdr_t){ .magic = SHM_MAGIC, .pid = (int32_t)getpid(),
                            .peer = peer, .frag = frag, .nslots = nslots,
-                           .data_off = off };
+                           .npush = npush, .data_off = off };
     s->peer = peer;
     return s;
 
@@ -247,10 +276,29 @@ err:
     return NULL;
 }
 
+/* Empty the push slots that hold owner's range unread (its send ended:
+ * the bytes may change from now on).  One the receiver is copying out
+ * now it empties itself. */
+static void push_reclaim(shm_seg_t *s, const void *owner)
+{
+    for (uint64_t i = 0; i < s->hdr->npush; i++) {
+        uint64_t full = PUSH_FULL;
+
+        if (s->push_owner[i] != owner)
+            continue;
+        s->push_owner[i] = NULL;
+        atomic_compare_exchange_strong_explicit(&s->hdr->push[i].state,
+                                                &full, PUSH_EMPTY,
+                                                memory_order_acq_rel,
+                                                memory_order_relaxed);
+    }
+}
+
 static ftw_status_t shm_expose(int peer, uint64_t addr, size_t len,
                                const void *owner, int32_t *key_p)
 {
     ftw_status_t st = FTW_ST_NO_MEMORY;
+    uint64_t push_end;
     shm_seg_t *s;
 
     pthread_mutex_lock(&shm_lock);
@@ -272,7 +320,14 @@ static ftw_status_t shm_expose(int peer, uint64_t addr, size_t len,
         s->expo = e;
         s->capexpo = cap;
     }
-    s->expo[s->nexpo++] = (shm_expo_t){ addr, len, owner };
+    /* A message the push slots hold whole: a larger one goes as fast
+     * through the pipeline, which its receiver drives (its first
+     * fragments pushed cost that pipeline its cache). */
+    push_end = s->hdr->npush * s->hdr->frag;
+    s->expo[s->nexpo++] = (shm_expo_t){
+        .addr = addr, .len = len, .owner = owner, .seq = s->expo_seq++,
+        .push_end = len <= push_end ? len : 0 };
+    s->unpushed += s->expo[s->nexpo - 1].push_end > 0;
     ftw_xport_exposed_add(&ftw_xport_shm_exposed, 1);
     *key_p = s->fd;
     st = FTW_OK;
@@ -293,6 +348,8 @@ static void shm_release(const void *owner)
         for (int j = 0; j < s->nexpo; j++) {
             if (s->expo[j].owner != owner)
                 continue;
+            s->unpushed -= s->expo[j].pushed < s->expo[j].push_end;
+            push_reclaim(s, owner);
             s->expo[j] = s->expo[--s->nexpo];
             ftw_xport_exposed_add(&ftw_xport_shm_exposed, -1);
             goto out;
@@ -302,16 +359,25 @@ out:
     pthread_mutex_unlock(&shm_lock);
 }
 
-/* Nonzero if s still exposes [addr, addr + len). */
-static int seg_exposes(const shm_seg_t *s, uint64_t addr, uint64_t len)
+/* The range of s that holds [addr, addr + len), or NULL. */
+static shm_expo_t *seg_exposes(shm_seg_t *s, uint64_t addr, uint64_t len)
 {
     for (int j = 0; j < s->nexpo; j++) {
-        const shm_expo_t *e = &s->expo[j];
+        shm_expo_t *e = &s->expo[j];
 
         if (addr >= e->addr && len <= e->len && addr - e->addr <= e->len - len)
-            return 1;
+            return e;
     }
-    return 0;
+    return NULL;
+}
+
+/* The receiver asks for e's bytes itself: no more of it to push slots. */
+static void expo_asked(shm_seg_t *s, shm_expo_t *e)
+{
+    if (e->pushed < e->push_end) {
+        e->pushed = e->push_end;
+        s->unpushed--;
+    }
 }
 
 /* Answer every request waiting in s; the number answered. */
@@ -325,6 +391,7 @@ static int seg_serve(shm_seg_t *s)
         shm_slot_t *sl = &h->slot[i];
         uint64_t r = atomic_load_explicit(&sl->req, memory_order_acquire);
         uint64_t addr, len;
+        shm_expo_t *e;
 
         if (r == atomic_load_explicit(&sl->done, memory_order_relaxed))
             continue;
@@ -332,7 +399,8 @@ static int seg_serve(shm_seg_t *s)
          * writing the next one; what is checked is what is copied. */
         addr = sl->addr;
         len = sl->len;
-        if (len <= h->frag && seg_exposes(s, addr, len)) {
+        if (len <= h->frag && (e = seg_exposes(s, addr, len)) != NULL) {
+            expo_asked(s, e);
             memcpy(data + i * h->frag, (const void *)(uintptr_t)addr, len);
             sl->status = FTW_OK;
         } else {
@@ -342,6 +410,45 @@ static int seg_serve(shm_seg_t *s)
         n++;
     }
     return n;
+}
+
+/* Copy the next fragment of the oldest range of s not all pushed into a
+ * free push slot, ahead of its receiver's asking: 1 if one was copied. */
+static int seg_push(shm_seg_t *s)
+{
+    shm_hdr_t *h = s->hdr;
+    shm_expo_t *e = NULL;
+    shm_push_t *p = NULL;
+    uint64_t i, n;
+
+    if (s->unpushed == 0)
+        return 0;
+    for (i = 0; i < h->npush && p == NULL; i++)
+        if (atomic_load_explicit(&h->push[i].state, memory_order_acquire) ==
+            PUSH_EMPTY)
+            p = &h->push[i];
+    if (p == NULL)
+        return 0;
+    i = (uint64_t)(p - h->push);
+    for (int j = 0; j < s->nexpo; j++)
+        if (s->expo[j].pushed < s->expo[j].push_end &&
+            (e == NULL || s->expo[j].seq < e->seq))
+            e = &s->expo[j];
+    if (e == NULL) {
+        s->unpushed = 0;
+        return 0;
+    }
+    n = e->push_end - e->pushed < h->frag ? e->push_end - e->pushed : h->frag;
+    atomic_store_explicit(&p->state, PUSH_FILLING, memory_order_relaxed);
+    atomic_store_explicit(&p->addr, e->addr + e->pushed, memory_order_relaxed);
+    atomic_store_explicit(&p->len, n, memory_order_relaxed);
+    memcpy((char *)h + h->data_off + (h->nslots + i) * h->frag,
+           (const void *)(uintptr_t)(e->addr + e->pushed), n);
+    s->push_owner[i] = e->owner;
+    atomic_store_explicit(&p->state, PUSH_FULL, memory_order_release);
+    e->pushed += n;
+    s->unpushed -= e->pushed == e->push_end;
+    return 1;
 }
 
 /* A split pull's description, read under its seqlock: 0 if the pull
@@ -395,6 +502,7 @@ static int split_serve(shm_seg_t *s)
     for (;;) {
         uint64_t c = atomic_load_explicit(&sp->claim, memory_order_acquire);
         uint64_t d[5], k = c & SPLIT_IDX_MASK, off, len;
+        shm_expo_t *e;
         int err = EFAULT;
 
         if (c == s->split_idle || s->split_refused)
@@ -409,8 +517,10 @@ static int split_serve(shm_seg_t *s)
             continue;
         off = k * d[3];
         len = d[2] - off < d[3] ? d[2] - off : d[3];
-        if (seg_exposes(s, d[0] + off, len))
+        if ((e = seg_exposes(s, d[0] + off, len)) != NULL) {
+            expo_asked(s, e);
             err = split_write((int64_t)d[4], d[1] + off, d[0] + off, len);
+        }
         if (err != 0 && err != ESRCH) {
             errno = err;
             ftw_warn_sparse("process_vm_writev to world rank %d: %m; it "
@@ -444,27 +554,39 @@ static void seg_drop_out(int i)
 
 void ftw_xport_shm_serve(void)
 {
-    int idle = 0;
+    int idle = 0, asked = 0;
 
     if (pthread_mutex_trylock(&shm_lock) != 0)
         return;     /* another thread serves */
     /* While a receiver is pulling, stay: its next request comes as soon
-     * as it has copied a fragment out. */
+     * as it has copied a fragment out.  Without one, fill the free push
+     * slots and go: lingering then would hold up a sender posting a
+     * window of sends, whose next RTS is what its receiver waits for. */
     while (idle < SHM_SERVE_LINGER) {
-        int n = 0;
+        int n = 0, pushed = 0;
 
         for (int i = 0; i < out_n; i++) {
+            shm_seg_t *s;
+            int m;
+
             if (ftw_detect_is_failed(out_list[i])) {
                 seg_drop_out(i--);
                 continue;
             }
-            n += seg_serve(out_seg[out_list[i]]) +
-                 split_serve(out_seg[out_list[i]]);
+            s = out_seg[out_list[i]];
+            m = seg_serve(s) + split_serve(s);
+            /* Asked-for fragments first: a receiver waits for them. */
+            n += m;
+            if (m == 0)
+                pushed += seg_push(s);
         }
         if (n > 0) {
             idle = 0;
-        } else if (atomic_load_explicit(&ftw_xport_shm_exposed,
-                                        memory_order_relaxed) == 0) {
+            asked = 1;
+        } else if (pushed > 0) {
+            continue;
+        } else if (!asked || atomic_load_explicit(&ftw_xport_shm_exposed,
+                                                  memory_order_relaxed) == 0) {
             break;
         } else {
             idle++;
@@ -508,7 +630,9 @@ static ftw_status_t seg_attach(const ftw_xport_src_t *src, shm_seg_t **s_p)
     close(fd);
     if (s->hdr->magic != SHM_MAGIC || s->hdr->pid != src->pid ||
         s->hdr->nslots == 0 || s->hdr->nslots > SHM_MAX_SLOTS ||
-        s->hdr->data_off + s->hdr->nslots * s->hdr->frag > s->maplen) {
+        s->hdr->npush > SHM_MAX_PUSH ||
+        s->hdr->data_off + (s->hdr->nslots + s->hdr->npush) * s->hdr->frag >
+        s->maplen) {
         ftw_warn_sparse("world rank %d's fd %d is no shm segment",
                         src->world, src->key);
         munmap(s->hdr, s->maplen);
@@ -712,6 +836,105 @@ static ftw_status_t rest_cma(const ftw_xport_src_t *src, uint64_t addr,
     return FTW_OK;
 }
 
+/* Bytes of [addr, addr + len) at its start that [pa, pa + pl) holds. */
+static uint64_t range_prefix(uint64_t pa, uint64_t pl, uint64_t addr,
+                             uint64_t len)
+{
+    if (addr < pa || addr - pa >= pl)
+        return 0;
+    return pl - (addr - pa) < len ? pl - (addr - pa) : len;
+}
+
+/* What push slot i of s holds of [addr, addr + len) at its start. */
+static uint64_t push_holds(const shm_push_t *p, uint64_t addr, uint64_t len)
+{
+    return range_prefix(atomic_load_explicit(&p->addr, memory_order_relaxed),
+                        atomic_load_explicit(&p->len, memory_order_relaxed),
+                        addr, len);
+}
+
+/* Copy out the start of [addr, addr + len) from the push slot that holds
+ * it, into dst; *got_p the bytes copied (0: no slot holds the start).  A
+ * slot the sender is filling with it now is waited for.  Its bytes are
+ * the message's: a slot is FULL only while a send of its range is
+ * pending, and a pending send's buffer does not change. */
+static ftw_status_t push_take(shm_seg_t *s, const ftw_xport_src_t *src,
+                              uint64_t addr, char *dst, uint64_t len,
+                              uint64_t *got_p)
+{
+    shm_hdr_t *h = s->hdr;
+
+    *got_p = 0;
+    for (uint64_t i = 0; i < h->npush; i++) {
+        shm_push_t *p = &h->push[i];
+        unsigned spins = 0;
+
+        for (;;) {
+            uint64_t st = atomic_load_explicit(&p->state,
+                                               memory_order_acquire);
+            uint64_t full = PUSH_FULL, n;
+
+            if (push_holds(p, addr, len) == 0)
+                break;
+            if (st == PUSH_FILLING) {
+                if ((++spins & 255) == 0) {
+                    ftw_detect_peek();
+                    if (ftw_detect_is_failed(s->peer))
+                        return FTW_ST_PEER_FAILED;
+                }
+                cpu_relax();
+                continue;
+            }
+            if (st != PUSH_FULL)
+                break;
+            if (!atomic_compare_exchange_strong_explicit(
+                    &p->state, &full, PUSH_READING, memory_order_acq_rel,
+                    memory_order_relaxed))
+                continue;
+            /* Emptied and filled again since the look: check again. */
+            n = push_holds(p, addr, len);
+            if (n == 0) {
+                atomic_store_explicit(&p->state, PUSH_FULL,
+                                      memory_order_release);
+                break;
+            }
+            frag_inject(src, 0, n, n);
+            if (ftw_detect_is_failed(src->world)) {
+                atomic_store_explicit(&p->state, PUSH_FULL,
+                                      memory_order_release);
+                return FTW_ST_PEER_FAILED;
+            }
+            memcpy(dst, (const char *)h + h->data_off +
+                        (h->nslots + i) * h->frag +
+                        (addr - atomic_load_explicit(&p->addr,
+                                                     memory_order_relaxed)),
+                   n);
+            atomic_store_explicit(&p->state, PUSH_EMPTY,
+                                  memory_order_release);
+            *got_p = n;
+            return FTW_OK;
+        }
+    }
+    return FTW_OK;
+}
+
+/* The start of a pull from the push slots, while they hold it: the
+ * bytes copied out in *off_p. */
+static ftw_status_t push_pull(shm_seg_t *s, const ftw_xport_src_t *src,
+                              uint64_t addr, char *dst, uint64_t len,
+                              uint64_t *off_p)
+{
+    uint64_t off = 0, got = 1;
+    ftw_status_t st = FTW_OK;
+
+    while (off < len && got != 0 && st == FTW_OK) {
+        st = push_take(s, src, addr + off, dst + off, len - off, &got);
+        off += got;
+    }
+    *off_p = off;
+    return st;
+}
+
 /* The pipeline: up to nslots fragments asked ahead, copied out in order. */
 static ftw_status_t seg_pull(shm_seg_t *s, const ftw_xport_src_t *src,
                              uint64_t addr, char *dst, size_t len)
@@ -869,10 +1092,33 @@ static void seg_drop_in(int peer)
     free(s);
 }
 
+/* The pull of [off, len) of the message at addr that the push slots did
+ * not hold. */
+static ftw_status_t seg_pull_rest(shm_seg_t *s, const ftw_xport_src_t *src,
+                                  uint64_t addr, char *dst, uint64_t off,
+                                  uint64_t len)
+{
+    unsigned stalls = s->stalls;
+    ftw_status_t st;
+
+    if (s->cma_until != 0 && now_ms() < s->cma_until)
+        /* The sender stalled lately: cma (the whole of it, if none came
+         * from the push slots). */
+        return off == 0 ? FTW_ST_UNSUPPORTED
+                        : rest_cma(src, addr, dst, off, off, len);
+    st = ftw_cfg.shm_pull == FTW_SHM_PULL_SPLIT ?
+         split_pull(s, src, addr + off, dst + off, len - off) :
+         seg_pull(s, src, addr + off, dst + off, len - off);
+    if (st == FTW_OK && s->stalls == stalls)
+        s->stalls = 0;          /* the sender kept up all the way */
+    return st;
+}
+
 static ftw_status_t shm_pull(const ftw_xport_src_t *src, uint64_t addr,
                              void *local, size_t len)
 {
     shm_seg_t *s;
+    uint64_t off;
     ftw_status_t st;
 
     if (ftw_detect_is_failed(src->world))
@@ -880,17 +1126,11 @@ static ftw_status_t shm_pull(const ftw_xport_src_t *src, uint64_t addr,
     st = seg_in(src, &s);
     if (st != FTW_OK)
         return st;
-    if (s->cma_until != 0 && now_ms() < s->cma_until) {
-        st = FTW_ST_UNSUPPORTED;    /* the sender stalled lately: cma */
-    } else {
-        unsigned stalls = s->stalls;
-
-        st = ftw_cfg.shm_pull == FTW_SHM_PULL_SPLIT ?
-             split_pull(s, src, addr, local, len) :
-             seg_pull(s, src, addr, local, len);
-        if (st == FTW_OK && s->stalls == stalls)
-            s->stalls = 0;          /* the sender kept up all the way */
-    }
+    st = push_pull(s, src, addr, local, len, &off);
+    if (off != 0)
+        ftw_stat_add(FTW_STAT_RNDV_SHM_PUSHED, 1);
+    if (st == FTW_OK && off < len)
+        st = seg_pull_rest(s, src, addr, local, off, len);
     if (st == FTW_ST_PEER_FAILED) {
         /* Dropped while still held: no other thread is using it. */
         pthread_mutex_lock(&shm_lock);
