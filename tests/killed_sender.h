@@ -17,6 +17,20 @@
 #define KS_EAGER 100
 #define KS_SEED 22
 
+/* MPI_Init, errors returned on MPI_COMM_WORLD, and this rank; the job
+ * aborts if buf (the test's buffer) could not be had. */
+static inline int ks_start(int *argc, char ***argv, const void *buf)
+{
+    int rank;
+
+    MPI_Init(argc, argv);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (buf == NULL)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    return rank;
+}
+
 /* Rank 1: send len bytes of buf (seed 11) to rank 0; the fault injection
  * kills it on the way.  Returns main's status if it survives (1: the
  * test fails), after saying so (what: the step that should have killed

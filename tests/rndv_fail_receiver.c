@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "ftwrap.h"
+#include "killed_sender.h"
 
 #define BIG ((size_t)64 << 20)
 #define NEXT ((size_t)(4 << 20) + 5)
@@ -29,11 +30,7 @@ int main(int argc, char **argv)
     MPI_Request req;
     double t0, dt;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (buf == NULL)
-        MPI_Abort(MPI_COMM_WORLD, 2);
+    rank = ks_start(&argc, &argv, buf);
     if (rank == 1) {
         MPI_Recv(buf, (int)BIG, MPI_BYTE, 0, 1, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);

@@ -26,11 +26,7 @@ int main(int argc, char **argv)
     int rank, cls = -1, rc;
     double t0, dt = 0;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (buf == NULL)
-        MPI_Abort(MPI_COMM_WORLD, 2);
+    rank = ks_start(&argc, &argv, buf);
     if (rank == 1)
         return ks_victim(buf, BIG, "pull");
     if (rank == 2)

@@ -59,11 +59,7 @@ int main(int argc, char **argv)
     long long pushed0, pushed;
     double t0, dt;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (buf == NULL)
-        MPI_Abort(MPI_COMM_WORLD, 2);
+    rank = ks_start(&argc, &argv, buf);
     if (rank == 1)
         return victim(buf);
     if (rank == 2)

@@ -9,6 +9,14 @@
  * slots both copies run at once, on two cores, through memory that stays
  * in cache.
  *
+ * Push slots: the sender also copies messages its receiver has not
+ * asked for yet, oldest first, into slots of their own, from the same
+ * progress calls; the receiver's pull copies out what they hold of its
+ * message before it asks for the rest.  In a window of sends the
+ * sender then copies the next message in while the receiver copies
+ * this one out, where each message would otherwise wait for its own
+ * request.
+ *
  * The segment is a memfd the sender creates for one receiver, announced
  * by its fd number in the RTS; the receiver takes a duplicate with
  * pidfd_getfd and maps it.  A memfd rather than shm_open: the segment
@@ -49,7 +57,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -84,8 +91,8 @@ typedef struct {
     int64_t status;                             /* ftw_status_t */
 } shm_slot_t;
 
-/* A push slot: a whole message (or what of it fits) the sender copied in
- * before its receiver asked.  Only the sender takes an EMPTY slot
+/* A push slot: a fragment of a message the sender copied in before its
+ * receiver asked.  Only the sender takes an EMPTY slot
  * (EMPTY -> FILLING -> FULL, under shm_lock); the receiver takes a FULL
  * one to copy out (FULL -> READING -> EMPTY); the sender empties a FULL
  * one whose send ended unread (FULL -> EMPTY).  addr and len change only
