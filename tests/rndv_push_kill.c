@@ -5,8 +5,8 @@
  *
  * Rank 1 posts a window of 16 MPI_Isend of 256 KiB (a buffer each) to
  * rank 0, tells rank 0 so with a small message, and waits in
- * MPI_Waitall, where it fills its push slots (FTW_SHM_PUSH, 4) with the
- * window's first messages.  Rank 0 waits 50 ms, then posts its 16
+ * MPI_Waitall, where it fills its push slots (FTW_SHM_PUSH, 16 of
+ * 64 KiB) with the window's first four messages.  Rank 0 waits 50 ms, then posts its 16
  * receives and one MPI_Waitall; fault injection (pulled:5) has it
  * SIGKILL rank 1 before it copies the fifth message out.  Asserts on
  * rank 0:

@@ -94,12 +94,12 @@ static const ftw_cfg_row_t cfg_table[] = {
       "shm transport: slots per segment, the fragments a receiver asks "
       "for ahead (2..64).",
       FTW_CFG_INT, FTW_CFG_FIELD(shm_slots), NULL },
-    { "FTW_SHM_PUSH", "4",
+    { "FTW_SHM_PUSH", "16",
       "shm transport: slots per segment the sender fills ahead, from inside "
-      "its MPI calls, a fragment of at most FTW_SHM_FRAG each, with the "
-      "messages they hold whole that its receiver has not asked for yet (a "
-      "window of sends: the receiver copies one out while the sender "
-      "copies the next in); 0: none (at most 16; none with "
+      "its MPI calls, a fragment of at most 64 KiB (or FTW_SHM_FRAG) each, "
+      "with the messages they hold whole that its receiver has not asked "
+      "for yet (a window of sends: the receiver copies one out while the "
+      "sender copies the next in); 0: none (at most 64; none with "
       "FTW_SHM_PULL=split).",
       FTW_CFG_INT, FTW_CFG_FIELD(shm_push), NULL },
     { "FTW_SHM_PULL", "pipe",

@@ -74,7 +74,8 @@
 #define SHM_MAGIC 0x66747773686d3033ull     /* "ftwshm03" */
 #define SHM_LINE 64
 #define SHM_MAX_SLOTS 64
-#define SHM_MAX_PUSH 16
+#define SHM_MAX_PUSH 64
+#define SHM_PUSH_FRAG 65536     /* bytes of a push slot, at most */
 #define SHM_SPINS_BEFORE_YIELD 20000
 #define SHM_SERVE_LINGER 256    /* idle scans a busy server waits on */
 #define SHM_MIN_FRAG 16384
@@ -128,6 +129,7 @@ typedef struct {
     uint64_t frag;          /* data bytes per slot */
     uint64_t nslots;
     uint64_t npush;         /* push slots, their data after the slots' */
+    uint64_t pfrag;         /* data bytes per push slot */
     uint64_t data_off;
     shm_split_t split;
     shm_push_t push[SHM_MAX_PUSH];
@@ -236,7 +238,8 @@ static int shm_getfd_works(void)
     return getfd_ok;
 }
 
-/* The sender's segment for peer: a memfd of nslots * frag data bytes. */
+/* The sender's segment for peer: a memfd of nslots * frag data bytes,
+ * then npush * pfrag for the push slots. */
 static shm_seg_t *seg_create(int peer)
 {
     size_t frag = (ftw_cfg.shm_frag + SHM_LINE - 1) & ~(size_t)(SHM_LINE - 1);
@@ -245,18 +248,22 @@ static shm_seg_t *seg_create(int peer)
     size_t npush = ftw_cfg.shm_push < 0 ||
                    ftw_cfg.shm_pull == FTW_SHM_PULL_SPLIT ? 0
                                                           : (size_t)ftw_cfg.shm_push;
-    size_t off;
+    size_t pfrag, off;
     shm_seg_t *s = calloc(1, sizeof(*s));
 
     frag = frag < 4096 ? 4096 : frag;
     nslots = nslots < 1 ? 1 : nslots > SHM_MAX_SLOTS ? SHM_MAX_SLOTS : nslots;
     npush = npush > SHM_MAX_PUSH ? SHM_MAX_PUSH : npush;
+    /* Push slots smaller than the pipeline's: the receiver copies out
+     * one while the sender fills the next, also within a message, and
+     * what cycles through them stays in cache. */
+    pfrag = frag < SHM_PUSH_FRAG ? frag : SHM_PUSH_FRAG;
     off = sizeof(shm_hdr_t) + nslots * sizeof(shm_slot_t);
 
     off = (off + 4095) & ~(size_t)4095;
     if (s == NULL)
         goto err;
-    s->maplen = off + (nslots + npush) * frag;
+    s->maplen = off + nslots * frag + npush * pfrag;
     s->fd = memfd_create("ftw-shm", MFD_CLOEXEC);
     if (s->fd < 0 || ftruncate(s->fd, (off_t)s->maplen) < 0) {
         ftw_error("memfd of %zu bytes for world rank %d: %m", s->maplen,
@@ -271,7 +278,8 @@ static shm_seg_t *seg_create(int peer)
     }
     *s->hdr = (shm_hdr_t){ .magic = SHM_MAGIC, .pid = (int32_t)getpid(),
                            .peer = peer, .frag = frag, .nslots = nslots,
-                           .npush = npush, .data_off = off };
+                           .npush = npush, .pfrag = pfrag,
+                           .data_off = off };
     s->peer = peer;
     return s;
 
@@ -330,7 +338,7 @@ static ftw_status_t shm_expose(int peer, uint64_t addr, size_t len,
     /* A message the push slots hold whole: a larger one goes as fast
      * through the pipeline, which its receiver drives (its first
      * fragments pushed cost that pipeline its cache). */
-    push_end = s->hdr->npush * s->hdr->frag;
+    push_end = s->hdr->npush * s->hdr->pfrag;
     s->expo[s->nexpo++] = (shm_expo_t){
         .addr = addr, .len = len, .owner = owner, .seq = s->expo_seq++,
         .push_end = len <= push_end ? len : 0 };
@@ -445,11 +453,12 @@ static int seg_push(shm_seg_t *s)
         s->unpushed = 0;
         return 0;
     }
-    n = e->push_end - e->pushed < h->frag ? e->push_end - e->pushed : h->frag;
+    n = e->push_end - e->pushed < h->pfrag ? e->push_end - e->pushed
+                                            : h->pfrag;
     atomic_store_explicit(&p->state, PUSH_FILLING, memory_order_relaxed);
     atomic_store_explicit(&p->addr, e->addr + e->pushed, memory_order_relaxed);
     atomic_store_explicit(&p->len, n, memory_order_relaxed);
-    memcpy((char *)h + h->data_off + (h->nslots + i) * h->frag,
+    memcpy((char *)h + h->data_off + h->nslots * h->frag + i * h->pfrag,
            (const void *)(uintptr_t)(e->addr + e->pushed), n);
     s->push_owner[i] = e->owner;
     atomic_store_explicit(&p->state, PUSH_FULL, memory_order_release);
@@ -637,9 +646,10 @@ static ftw_status_t seg_attach(const ftw_xport_src_t *src, shm_seg_t **s_p)
     close(fd);
     if (s->hdr->magic != SHM_MAGIC || s->hdr->pid != src->pid ||
         s->hdr->nslots == 0 || s->hdr->nslots > SHM_MAX_SLOTS ||
-        s->hdr->npush > SHM_MAX_PUSH ||
-        s->hdr->data_off + (s->hdr->nslots + s->hdr->npush) * s->hdr->frag >
-        s->maplen) {
+        s->hdr->npush > SHM_MAX_PUSH || s->hdr->pfrag > s->hdr->frag ||
+        (s->hdr->npush != 0 && s->hdr->pfrag == 0) ||
+        s->hdr->data_off + s->hdr->nslots * s->hdr->frag +
+        s->hdr->npush * s->hdr->pfrag > s->maplen) {
         ftw_warn_sparse("world rank %d's fd %d is no shm segment",
                         src->world, src->key);
         munmap(s->hdr, s->maplen);
@@ -861,13 +871,15 @@ static uint64_t push_holds(const shm_push_t *p, uint64_t addr, uint64_t len)
 }
 
 /* Copy out the start of [addr, addr + len) from the push slot that holds
- * it, into dst; *got_p the bytes copied (0: no slot holds the start).  A
+ * it, into dst; *got_p the bytes copied (0: no slot holds the start).
+ * off is where addr lies in the pull of total bytes (for the fault
+ * injection a cma pull would meet).  A
  * slot the sender is filling with it now is waited for.  Its bytes are
  * the message's: a slot is FULL only while a send of its range is
  * pending, and a pending send's buffer does not change. */
 static ftw_status_t push_take(shm_seg_t *s, const ftw_xport_src_t *src,
                               uint64_t addr, char *dst, uint64_t len,
-                              uint64_t *got_p)
+                              uint64_t off, uint64_t total, uint64_t *got_p)
 {
     shm_hdr_t *h = s->hdr;
 
@@ -905,14 +917,14 @@ static ftw_status_t push_take(shm_seg_t *s, const ftw_xport_src_t *src,
                                       memory_order_release);
                 break;
             }
-            frag_inject(src, 0, n, n);
+            frag_inject(src, off, n, total);
             if (ftw_detect_is_failed(src->world)) {
                 atomic_store_explicit(&p->state, PUSH_FULL,
                                       memory_order_release);
                 return FTW_ST_PEER_FAILED;
             }
             memcpy(dst, (const char *)h + h->data_off +
-                        (h->nslots + i) * h->frag +
+                        h->nslots * h->frag + i * h->pfrag +
                         (addr - atomic_load_explicit(&p->addr,
                                                      memory_order_relaxed)),
                    n);
@@ -935,7 +947,8 @@ static ftw_status_t push_pull(shm_seg_t *s, const ftw_xport_src_t *src,
     ftw_status_t st = FTW_OK;
 
     while (off < len && got != 0 && st == FTW_OK) {
-        st = push_take(s, src, addr + off, dst + off, len - off, &got);
+        st = push_take(s, src, addr + off, dst + off, len - off, off, len,
+                       &got);
         off += got;
     }
     *off_p = off;
