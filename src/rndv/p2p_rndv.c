@@ -452,7 +452,9 @@ int ftw_rndv_peer_world(MPI_Comm comm, int peer)
 static FTW_TLS const void *last_send_buf;
 static FTW_TLS uint64_t last_send_size;
 
-/* Nonblocking rendezvous sends posted and not freed yet. */
+/* Nonblocking rendezvous sends posted and not freed yet.  Every send
+ * record freed counts it down, counted up or not: at or below 0, none is
+ * open. */
 static _Atomic int sends_open;
 
 /* The transport of a one-shot rendezvous send of size bytes at buf to
@@ -465,7 +467,7 @@ static int send_xport(int world, const void *buf, uint64_t size,
 {
     int again = buf == last_send_buf && size == last_send_size &&
                 (ftw_cfg.shm_push == 0 ||
-                 atomic_load_explicit(&sends_open, memory_order_relaxed) == 0);
+                 atomic_load_explicit(&sends_open, memory_order_relaxed) <= 0);
 
     last_send_buf = buf;
     last_send_size = size;

@@ -142,7 +142,8 @@ typedef struct {
     const void *owner;
     uint64_t seq;           /* exposed as the seq-th to this receiver */
     uint64_t pushed;        /* bytes from addr copied to push slots */
-    uint64_t push_end;      /* and how many may be: a few slots' worth */
+    uint64_t push_end;      /* and how many may be: len if the push
+                             * slots hold it whole, else 0 */
 } shm_expo_t;
 
 /* This process's side of one segment. */
@@ -433,18 +434,18 @@ static int seg_push(shm_seg_t *s)
 {
     shm_hdr_t *h = s->hdr;
     shm_expo_t *e = NULL;
-    shm_push_t *p = NULL;
+    shm_push_t *p;
     uint64_t i, n;
 
     if (s->unpushed == 0)
         return 0;
-    for (i = 0; i < h->npush && p == NULL; i++)
+    for (i = 0; i < h->npush; i++)
         if (atomic_load_explicit(&h->push[i].state, memory_order_acquire) ==
             PUSH_EMPTY)
-            p = &h->push[i];
-    if (p == NULL)
+            break;
+    if (i == h->npush)
         return 0;
-    i = (uint64_t)(p - h->push);
+    p = &h->push[i];
     for (int j = 0; j < s->nexpo; j++)
         if (s->expo[j].pushed < s->expo[j].push_end &&
             (e == NULL || s->expo[j].seq < e->seq))
@@ -873,8 +874,8 @@ static uint64_t push_holds(const shm_push_t *p, uint64_t addr, uint64_t len)
 /* Copy out the start of [addr, addr + len) from the push slot that holds
  * it, into dst; *got_p the bytes copied (0: no slot holds the start).
  * off is where addr lies in the pull of total bytes (for the fault
- * injection a cma pull would meet).  A
- * slot the sender is filling with it now is waited for.  Its bytes are
+ * injection a cma pull would meet).  A slot the sender is filling with
+ * it now is waited for.  Its bytes are
  * the message's: a slot is FULL only while a send of its range is
  * pending, and a pending send's buffer does not change. */
 static ftw_status_t push_take(shm_seg_t *s, const ftw_xport_src_t *src,
