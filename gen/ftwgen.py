@@ -699,9 +699,9 @@ def xlate(names, comm, peer=None, peer2=None, rbuf=None):
     return ", ".join(sub.get(a, a) for a in names)
 
 
-# Sends that may go through ftwrap's rendezvous (buffered sends complete
-# locally into the MPI's attached buffer: those stay the MPI's; a
-# send-receive's send half goes through it too, stash_divert).
+# Sends that may go through ftwrap's rendezvous (a buffered send's copy
+# goes through it as an MPI_Isend, src/p2p/bsend.c; a send-receive's send
+# half goes through it too, stash_divert).
 RNDV_SENDS = {"Send", "Ssend", "Rsend", "Isend", "Issend", "Irsend"}
 # Persistent ones, with the native calls a send that cannot use it makes
 # (the int form, and the large-count one for a count that does not fit).
@@ -737,23 +737,51 @@ def rndv_send(f, n, kind, request):
                        "%s)" % (args, kind, f.name, request))
 
 
+# Buffered sends: ftwrap keeps the attached buffer (src/p2p/bsend.c).
+BSENDS = {"Bsend": "ftw_bsend", "Ibsend": "ftw_bsend",
+          "Bsend_init": "ftw_bsend_init"}
+
+
+def body_bsend(f):
+    base, sfx = base_and_suffix(f)
+    n = shape(f, P2P + ([] if base == "Bsend" else [REQ]))
+    return ("    return %s(%s, (MPI_Count)%s, %s, %s, %s, %s, \"%s\", %s);\n"
+            % (BSENDS[base], n[0], n[1], n[2], n[3], n[4], n[5], f.name,
+               "NULL" if base == "Bsend" else n[6]))
+
+
+def body_buffer(f):
+    """MPI_Buffer_attach and _detach: ftwrap's own buffer."""
+    base, sfx = base_and_suffix(f)
+    a, b = f.params[0].name, f.params[1].name
+    if base == "Buffer_attach":
+        return ("    return ftw_buffer_attach(%s, (MPI_Count)%s, \"%s\");\n"
+                % (a, b, f.name))
+    if sfx:
+        return "    return ftw_buffer_detach(%s, %s, \"%s\");\n" % (
+            a, b, f.name)
+    return ("    MPI_Count n = 0;\n"
+            "    int rc = ftw_buffer_detach(%s, &n, \"%s\");\n\n"
+            "    if (rc == MPI_SUCCESS)\n"
+            "        *%s = (int)n;\n"
+            "    return rc;\n" % (a, f.name, b))
+
+
 def body_send(f):
     base, sfx = base_and_suffix(f)
     kind = "FTW_OP_SSEND" if "ssend" in base.lower() else "FTW_OP_SEND"
+    if base in BSENDS:
+        return body_bsend(f)
     if BLOCKS_ in f.attrs:
         n = shape(f, P2P)
         args = xlate(n, n[5], n[3])
         out = "    ftw_op_t op;\n\n"
-        if base in ("Send", "Rsend", "Bsend"):
-            eager = "" if base == "Bsend" else " && ftw_send_eager(%s, %s)" % (
-                n[1], n[2])
-            out += ("    if (ftw_quiet()%s)\n"
-                    "        return %s;\n" % (eager, f.call(f.pname)))
+        if base in ("Send", "Rsend"):
+            out += ("    if (ftw_quiet() && ftw_send_eager(%s, %s))\n"
+                    "        return %s;\n" % (n[1], n[2], f.call(f.pname)))
         out += rndv_send(f, n, kind, "NULL")
         out += op_begin(f, n[5], n[3], kind)
         out += refused("MPI_STATUS_IGNORE")
-        if base == "Bsend":
-            return out + "    return %s(%s);\n" % (f.pname, args)
         if base != "Ssend":
             out += ("    if (ftw_op_direct(&op, %s, %s))\n"
                     "        return %s(%s);\n" % (n[1], n[2], f.pname, args))
@@ -934,6 +962,8 @@ def body_for(f):
         return body_core(f)
     if f.family == "send":
         return body_send(f)
+    if f.family == "buffer":
+        return body_buffer(f)
     if f.family == "recv":
         return body_recv(f)
     if f.family == "sendrecv":

@@ -180,6 +180,10 @@ RULES = [
      r"get_atomicity|get_group|get_info|get_view|get_type_extent)" + _LC,
      "file_local", set()),
 
+    # The attached buffer of buffered sends, which ftwrap keeps itself
+    # (src/p2p/bsend.c).
+    (r"MPI_Buffer_(attach|detach)" + _LC, "buffer", set()),
+
     # Local calls with no failure semantics: checked passthrough.  Whole
     # object families by prefix (datatypes, groups, info, files, windows,
     # the tools interface, sessions) ...

@@ -16,6 +16,7 @@
 #endif
 #include "coll/coll.h"
 #include "winfile/file.h"
+#include "p2p/bsend.h"
 #include "p2p/complete.h"
 #include "core/ft.h"
 #include "op/op.h"

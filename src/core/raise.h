@@ -27,6 +27,11 @@ int ftw_error_string(int code, char *string, int *resultlen);
  * failed rank in comm, or -1. */
 int ftw_raise(MPI_Comm comm, int code, const char *name, int peer);
 
+/* While nonzero, ftw_raise on this thread calls no handler: ftwrap's own
+ * tests of requests it made for a call that already returned (the sends
+ * of buffered messages). */
+extern _Thread_local int ftw_raise_muted;
+
 /* The same for a window (MPI_Win_call_errhandler; a window's default
  * handler is MPI_ERRORS_ARE_FATAL). */
 int ftw_raise_win(MPI_Win win, int code, const char *name);

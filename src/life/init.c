@@ -14,6 +14,7 @@
 #include "core/ft.h"
 #include "core/lock.h"
 #include "op/op.h"
+#include "p2p/bsend.h"
 #include "core/request.h"
 #include "ulfm/ulfm.h"
 #include "winfile/file.h"
@@ -307,6 +308,7 @@ int ftw_finalize(void)
     if (!ftw_running)
         return PMPI_Finalize();
     pin_components();
+    ftw_bsend_fini();   /* the implicit detach */
     if (ftw_cfg.stats)
         ftw_stats_print(stdout, world_rank);
     ftw_running = 0;

@@ -11,6 +11,7 @@
 
 #include "ftwrap.h"
 #include "buf/bounce.h"
+#include "p2p/bsend.h"
 #include "p2p/complete.h"
 #include "buf/cut.h"
 #include "core/ft.h"
@@ -897,6 +898,8 @@ int ftw_start(MPI_Request *req)
 
     ftw_wrap_check();
     rc = start_refused(*req, "MPI_Start");
+    if (rc == MPI_SUCCESS)
+        rc = ftw_bsend_started(1, req, "MPI_Start");
     if (rc != MPI_SUCCESS || ftw_rndv_min == 0)
         return rc != MPI_SUCCESS ? rc : PMPI_Start(req);
     /* The stash looked at and the receive started in one section against
@@ -942,6 +945,8 @@ static int startall_rndv(int n, MPI_Request reqs[])
 
 int ftw_startall(int n, MPI_Request reqs[])
 {
+    int rc0;
+
     ftw_wrap_check();
     for (int i = 0; i < n; i++) {
         int rc = start_refused(reqs[i], "MPI_Startall");
@@ -949,6 +954,8 @@ int ftw_startall(int n, MPI_Request reqs[])
         if (rc != MPI_SUCCESS)
             return rc;
     }
+    if ((rc0 = ftw_bsend_started(n, reqs, "MPI_Startall")) != MPI_SUCCESS)
+        return rc0;
     if (ftw_rndv_min == 0)
         return PMPI_Startall(n, reqs);
     return startall_rndv(n, reqs);
@@ -1011,6 +1018,7 @@ int ftw_request_free(MPI_Request *req)
     int rc;
 
     ftw_wrap_check();
+    ftw_bsend_forget(*req);
     if (ftw_rndv_min != 0 && (ftw_rndv_psend_release(req) || free_rndv(req)))
         return MPI_SUCCESS;
     rc = ftw_req_free(req);
