@@ -118,7 +118,7 @@ $(foreach m,$(MPIS),build/$(m)/tests/comm_split_race): tests/comm_dup_race.c
 # the normal build (build/<mpi>-tsan); the wrappers come from the normal
 # build's generated sources.
 CFLAGS_TSAN := $(filter-out -O2,$(CFLAGS_COMMON)) -O1 -fsanitize=thread -DFTW_TSAN
-TSAN_TESTS := thread_stress rndv_threads rndv_threads_shm rndv_probe_order_mt
+TSAN_TESTS := thread_stress rndv_threads rndv_threads_shm rndv_probe_order_mt bsend_mt
 define tsan_rules
 OBJS_$(1)_tsan := $$(patsubst src/%.c,build/$(1)-tsan/obj/%.o,$$(LIB_SRCS))
 
