@@ -13,6 +13,9 @@
  *  - every call returned MPI_SUCCESS;
  *  - every message arrives whole, in order per thread (checksums, sizes);
  *  - MPI_Buffer_detach, after the receives, returns the buffer attached;
+ *  - then (one thread) a buffer with room for two 4000-byte messages
+ *    carries 200 such messages sent in a row, all intact: each buffered
+ *    send takes back the space of the messages already gone;
  *  - MPI_Init_thread granted MPI_THREAD_MULTIPLE (else skipped).
  */
 #include "tap.h"
@@ -103,6 +106,39 @@ static void *receiver(void *arg)
     return (void *)(intptr_t)(ok && buf != NULL);
 }
 
+/* One buffer with room for two 4000-byte messages, REUSE of them sent
+ * one after another: each finds the space of those already gone. */
+#define REUSE 200
+static int reuse(void)
+{
+    char msg[4000], *b = NULL;
+    int ok = 1, sz = 0, dsize = 0;
+    void *d = NULL;
+
+    if (rank == 1) {
+        for (int i = 0; i < REUSE && ok; i++)
+            ok = MPI_Recv(msg, sizeof(msg), MPI_BYTE, 0, 7, MPI_COMM_WORLD,
+                          MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+                 tap_check(msg, sizeof(msg), 1000 + (uint64_t)i);
+        return ok;
+    }
+    MPI_Pack_size((int)sizeof(msg), MPI_BYTE, MPI_COMM_WORLD, &sz);
+    sz = 2 * (sz + MPI_BSEND_OVERHEAD);
+    b = malloc((size_t)sz);
+    ok = b != NULL && MPI_Buffer_attach(b, sz) == MPI_SUCCESS;
+    for (int i = 0; i < REUSE && ok; i++) {
+        tap_fill(msg, sizeof(msg), 1000 + (uint64_t)i);
+        ok = MPI_Bsend(msg, sizeof(msg), MPI_BYTE, 1, 7, MPI_COMM_WORLD) ==
+             MPI_SUCCESS;
+        if (!ok)
+            tap_diag("MPI_Bsend %d failed", i);
+    }
+    ok &= MPI_Buffer_detach(&d, &dsize) == MPI_SUCCESS && d == b &&
+          dsize == sz;
+    free(b);
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     int provided, ok = 1, size = 0, dsize = 0;
@@ -114,7 +150,7 @@ int main(int argc, char **argv)
     if (!tap_need_size(2) || !tap_need_multiple(provided))
         return 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    tap_plan(2);
+    tap_plan(3);
     if (rank == 0) {
         for (int t = 0; t < NT; t++)
             for (int i = 0; i < MSGS; i++) {
@@ -157,6 +193,9 @@ int main(int argc, char **argv)
              dbuf == attached && dsize == size;
     tap_ok(ok, "MPI_Buffer_detach returns the buffer attached");
     free(attached);
+    ok = reuse();
+    tap_ok(ok, "a buffer with room for 2 messages carries %d in a row "
+           "(the space of those sent is taken back), intact", REUSE);
     MPI_Finalize();
     return tap_status();
 }

@@ -17,11 +17,13 @@
 #include "util/log.h"
 
 #define BS_ALIGN 16     /* each copy starts on this boundary */
+#define ROOM_WAIT_SEC 0.05
 
 /* A buffered message still going: its copy's send and where it lies. */
 typedef struct {
     MPI_Request req;    /* ftwrap's nonblocking send of the copy */
     size_t off, len;    /* its bytes, from bs.start */
+    int posting;        /* the range is being filled and sent */
 } bs_msg_t;
 
 /* The attached buffer and the messages in it, ordered by offset. */
@@ -51,38 +53,78 @@ static pthread_mutex_t inits_lock = PTHREAD_MUTEX_INITIALIZER;
 static bs_init_t *inits;
 static _Atomic int ninits;
 
-/* Take back the space of every message whose send ended, well or in
- * error (a failed peer's: the send only read the copy).  The test raises
- * nothing: the program's call that buffered it returned long ago. */
-static void reap_locked(void)
-{
-    int k = 0;
+static _Atomic int reaping;  /* one thread tests the sends at a time */
 
-    for (int i = 0; i < bs.n; i++) {
-        bs_msg_t *m = &bs.msgs[i];
+/* Take back the space of every message whose send ended, well or in
+ * error (a failed peer's: a send only reads its copy).  The sends are
+ * tested with no lock held and raising muted: the program's call that
+ * buffered a message returned long ago, and a failure handler the test
+ * runs may buffer more (it finds the list as it was, and does not reap).
+ * A range is found again by its offset, which no other message can take
+ * while it is listed. */
+static void reap(void)
+{
+    struct look {
+        MPI_Request req;
+        size_t off;
+        int ended;
+    } *snap;
+    int n, k;
+
+    if (atomic_exchange_explicit(&reaping, 1, memory_order_acquire))
+        return;
+    ftw_mt_lock(&bs.lock);
+    n = bs.n;
+    snap = n > 0 ? malloc((size_t)n * sizeof(*snap)) : NULL;
+    for (int i = 0; snap != NULL && i < n; i++)
+        snap[i] = (struct look){ bs.msgs[i].req, bs.msgs[i].off,
+                                 -bs.msgs[i].posting };
+    ftw_mt_unlock(&bs.lock);
+    for (int i = 0; snap != NULL && i < n; i++) {
         int flag = 0, rc;
 
+        if (snap[i].ended < 0)
+            continue;       /* still being posted */
         ftw_raise_muted++;
-        rc = ftw_test(&m->req, &flag, MPI_STATUS_IGNORE);
+        rc = ftw_test(&snap[i].req, &flag, MPI_STATUS_IGNORE);
         ftw_raise_muted--;
-        if (flag || rc != MPI_SUCCESS || m->req == MPI_REQUEST_NULL)
-            continue;
-        bs.msgs[k++] = *m;
+        snap[i].ended = flag || rc != MPI_SUCCESS ||
+                        snap[i].req == MPI_REQUEST_NULL;
     }
-    bs.n = k;
+    ftw_mt_lock(&bs.lock);
+    k = 0;
+    for (int i = 0, j = 0; snap != NULL && i < bs.n; i++) {
+        while (j < n && snap[j].off < bs.msgs[i].off)
+            j++;
+        if (j < n && snap[j].off == bs.msgs[i].off && snap[j].ended > 0)
+            continue;
+        bs.msgs[k++] = bs.msgs[i];
+    }
+    if (snap != NULL)
+        bs.n = k;
+    ftw_mt_unlock(&bs.lock);
+    atomic_store_explicit(&reaping, 0, memory_order_release);
+    free(snap);
+}
+
+static int going(void)
+{
+    int n;
+
+    ftw_mt_lock(&bs.lock);
+    n = bs.n;
+    ftw_mt_unlock(&bs.lock);
+    return n;
 }
 
 /* Wait (watched) until no buffered message is going. */
-static void drain_locked(void)
+static void drain(void)
 {
     ftw_poll_t p;
 
     ftw_poll_init(&p);
-    for (reap_locked(); bs.n > 0; reap_locked()) {
-        ftw_mt_unlock(&bs.lock);
+    for (reap(); going() > 0; reap())
         ftw_poll_idle(&p);
-        ftw_mt_lock(&bs.lock);
-    }
 }
 
 /* The first gap of len bytes: the index to insert at, its offset in
@@ -120,6 +162,22 @@ static int insert_locked(int at, const bs_msg_t *m)
     bs.msgs[at] = *m;
     bs.n++;
     return MPI_SUCCESS;
+}
+
+/* The listed message at offset off (it is there). */
+static bs_msg_t *find_locked(size_t off)
+{
+    int lo = 0, hi = bs.n - 1;
+
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+
+        if (bs.msgs[mid].off < off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return &bs.msgs[lo];
 }
 
 int ftw_buffer_attach(void *buf, MPI_Count size, const char *name)
@@ -161,9 +219,9 @@ int ftw_buffer_detach(void *addr_p, MPI_Count *size_p, const char *name)
         snprintf(what, sizeof(what), "%s: a NULL argument", name);
         return ftw_raise(MPI_COMM_WORLD, MPI_ERR_ARG, what, -1);
     }
+    drain();
     ftw_mt_lock(&bs.lock);
     if (bs.attached) {
-        drain_locked();
         user = bs.user;
         size = bs.user_size;
         bs.attached = 0;
@@ -221,15 +279,20 @@ static int pack_send(const void *buf, MPI_Count count, MPI_Datatype dt,
 static int buffer_one(ftw_op_t *op, const void *buf, MPI_Count count,
                       MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
-    char what[256];
+    char what[256], *dst;
     MPI_Count n = 0;
-    bs_msg_t m;
+    MPI_Request req = MPI_REQUEST_NULL;
+    bs_msg_t m, *mp;
     size_t len;
     int at, rc;
 
     if ((rc = pack_size(count, dt, comm, &n)) != MPI_SUCCESS)
         return rc;
+    /* At least one unit, so that every listed range has an offset of
+     * its own (a message of 0 bytes too). */
     len = ((size_t)n + BS_ALIGN - 1) / BS_ALIGN * BS_ALIGN;
+    if (len == 0)
+        len = BS_ALIGN;
     ftw_mt_lock(&bs.lock);
     if (!bs.attached) {
         ftw_mt_unlock(&bs.lock);
@@ -237,9 +300,25 @@ static int buffer_one(ftw_op_t *op, const void *buf, MPI_Count count,
                  "(MPI_Buffer_attach)", op->name);
         return ftw_raise(comm, MPI_ERR_BUFFER, what, -1);
     }
+    /* No room: the space of the messages that have gone is taken back,
+     * waiting a little for sends that need only this process's progress
+     * (the MPIs' own make one progress pass and fail). */
     if ((at = gap_locked(len, &m.off)) < 0) {
-        reap_locked();
-        at = gap_locked(len, &m.off);
+        double end = PMPI_Wtime() + ROOM_WAIT_SEC;
+        ftw_poll_t p;
+
+        ftw_poll_init(&p);
+        do {
+            ftw_mt_unlock(&bs.lock);
+            reap();
+            ftw_mt_lock(&bs.lock);
+            at = bs.attached ? gap_locked(len, &m.off) : -1;
+            if (at >= 0 || bs.n == 0 || PMPI_Wtime() > end)
+                break;
+            ftw_mt_unlock(&bs.lock);
+            ftw_poll_idle(&p);
+            ftw_mt_lock(&bs.lock);
+        } while (1);
     }
     if (at < 0) {
         size_t used = 0;
@@ -253,12 +332,27 @@ static int buffer_one(ftw_op_t *op, const void *buf, MPI_Count count,
         ftw_mt_unlock(&bs.lock);
         return ftw_raise(comm, MPI_ERR_BUFFER, what, -1);
     }
+    /* The range is listed before it is filled: a failure handler that
+     * the send runs may buffer messages of its own meanwhile. */
     m.len = len;
-    rc = pack_send(buf, count, dt, dest, tag, comm, bs.start + m.off, n,
-                   &m.req);
-    if (rc == MPI_SUCCESS && (rc = insert_locked(at, &m)) != MPI_SUCCESS)
-        ftw_error("%s: out of memory: a buffered message is not tracked",
-                  op->name);
+    m.req = MPI_REQUEST_NULL;
+    m.posting = 1;
+    rc = insert_locked(at, &m);
+    dst = bs.start + m.off;
+    ftw_mt_unlock(&bs.lock);
+    if (rc != MPI_SUCCESS)
+        return ftw_raise(comm, rc, op->name, -1);
+    rc = pack_send(buf, count, dt, dest, tag, comm, dst, n, &req);
+    ftw_mt_lock(&bs.lock);
+    mp = find_locked(m.off);
+    if (rc == MPI_SUCCESS) {
+        mp->req = req;
+        mp->posting = 0;
+    } else {
+        at = (int)(mp - bs.msgs);
+        memmove(mp, mp + 1, (size_t)(bs.n - at - 1) * sizeof(*mp));
+        bs.n--;
+    }
     ftw_mt_unlock(&bs.lock);
     return rc;
 }
@@ -366,8 +460,8 @@ void ftw_bsend_forget(MPI_Request req)
 
 void ftw_bsend_fini(void)
 {
+    drain();
     ftw_mt_lock(&bs.lock);
-    drain_locked();
     free(bs.msgs);
     bs.msgs = NULL;
     bs.n = bs.cap = 0;
