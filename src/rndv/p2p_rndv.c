@@ -461,7 +461,8 @@ static _Atomic int sends_open;
  * world rank world: again if the same bytes as this thread's previous
  * one, and, where shm pushes messages ahead (FTW_SHM_PUSH), no
  * nonblocking one is still open (one message in flight, as a
- * ping-pong's: a window from one buffer goes faster pushed). */
+ * ping-pong's: a window from one buffer goes faster pushed).  Only a
+ * message larger than the push slots hold asks (ftw_xport_for_send). */
 static int send_xport(int world, const void *buf, uint64_t size,
                       int blocking)
 {

@@ -239,26 +239,46 @@ static int shm_getfd_works(void)
     return getfd_ok;
 }
 
-/* The sender's segment for peer: a memfd of nslots * frag data bytes,
- * then npush * pfrag for the push slots. */
-static shm_seg_t *seg_create(int peer)
+/* The pipeline's fragment, and the push slots' number and size, as this
+ * process's configuration sets them. */
+static size_t cfg_frag(void)
 {
     size_t frag = (ftw_cfg.shm_frag + SHM_LINE - 1) & ~(size_t)(SHM_LINE - 1);
-    size_t nslots = (size_t)ftw_cfg.shm_slots;
+
+    return frag < 4096 ? 4096 : frag;
+}
+
+static size_t cfg_push(size_t *pfrag)
+{
     /* Split pulls make one copy; a push is a second. */
     size_t npush = ftw_cfg.shm_push < 0 ||
                    ftw_cfg.shm_pull == FTW_SHM_PULL_SPLIT ? 0
                                                           : (size_t)ftw_cfg.shm_push;
-    size_t pfrag, off;
-    shm_seg_t *s = calloc(1, sizeof(*s));
 
-    frag = frag < 4096 ? 4096 : frag;
-    nslots = nslots < 1 ? 1 : nslots > SHM_MAX_SLOTS ? SHM_MAX_SLOTS : nslots;
-    npush = npush > SHM_MAX_PUSH ? SHM_MAX_PUSH : npush;
     /* Push slots smaller than the pipeline's: the receiver copies out
      * one while the sender fills the next, also within a message, and
      * what cycles through them stays in cache. */
-    pfrag = frag < SHM_PUSH_FRAG ? frag : SHM_PUSH_FRAG;
+    *pfrag = cfg_frag() < SHM_PUSH_FRAG ? cfg_frag() : SHM_PUSH_FRAG;
+    return npush > SHM_MAX_PUSH ? SHM_MAX_PUSH : npush;
+}
+
+uint64_t ftw_xport_shm_push_bytes(void)
+{
+    size_t pfrag, npush = cfg_push(&pfrag);
+
+    return (uint64_t)npush * pfrag;
+}
+
+/* The sender's segment for peer: a memfd of nslots * frag data bytes,
+ * then npush * pfrag for the push slots. */
+static shm_seg_t *seg_create(int peer)
+{
+    size_t frag = cfg_frag();
+    size_t nslots = (size_t)ftw_cfg.shm_slots;
+    size_t pfrag, npush = cfg_push(&pfrag), off;
+    shm_seg_t *s = calloc(1, sizeof(*s));
+
+    nslots = nslots < 1 ? 1 : nslots > SHM_MAX_SLOTS ? SHM_MAX_SLOTS : nslots;
     off = sizeof(shm_hdr_t) + nslots * sizeof(shm_slot_t);
 
     off = (off + 4095) & ~(size_t)4095;

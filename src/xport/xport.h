@@ -95,6 +95,9 @@ extern _Atomic int ftw_xport_shm_exposed;
 void ftw_xport_shm_serve(void);
 void ftw_xport_shm_fini(void);
 
+/* The bytes of a message the sender's push slots take whole (0: none). */
+uint64_t ftw_xport_shm_push_bytes(void);
+
 /* Ranges all transports expose now: the sum of their exposed words. */
 extern _Atomic int ftw_xport_exposing;
 
