@@ -13,9 +13,10 @@
  *  - every call returned MPI_SUCCESS;
  *  - every message arrives whole, in order per thread (checksums, sizes);
  *  - MPI_Buffer_detach, after the receives, returns the buffer attached;
- *  - then (one thread) a buffer with room for two 4000-byte messages
- *    carries 200 such messages sent in a row, all intact: each buffered
- *    send takes back the space of the messages already gone;
+ *  - then, under ftwrap (the MPIs' own make one progress pass before
+ *    they fail for want of room), a buffer with room for two 4000-byte
+ *    messages carries 200 such messages sent in a row, all intact: each
+ *    buffered send takes back the space of the messages already gone;
  *  - MPI_Init_thread granted MPI_THREAD_MULTIPLE (else skipped).
  */
 #include "tap.h"
@@ -141,7 +142,7 @@ static int reuse(void)
 
 int main(int argc, char **argv)
 {
-    int provided, ok = 1, size = 0, dsize = 0;
+    int provided, ok = 1, size = 0, dsize = 0, own;
     pthread_t th[NT];
     void *dbuf = NULL;
     char *attached = NULL;
@@ -150,7 +151,11 @@ int main(int argc, char **argv)
     if (!tap_need_size(2) || !tap_need_multiple(provided))
         return 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    tap_plan(3);
+    /* The MPIs' own buffered sends make one progress pass before they
+     * say no room, which an eager send may need more of: the third
+     * check is ftwrap's (FTW_Stat_get is there). */
+    own = tap_ftw_stat("rndv_cma") >= 0;
+    tap_plan(own ? 3 : 2);
     if (rank == 0) {
         for (int t = 0; t < NT; t++)
             for (int i = 0; i < MSGS; i++) {
@@ -193,9 +198,10 @@ int main(int argc, char **argv)
              dbuf == attached && dsize == size;
     tap_ok(ok, "MPI_Buffer_detach returns the buffer attached");
     free(attached);
-    ok = reuse();
-    tap_ok(ok, "a buffer with room for 2 messages carries %d in a row "
-           "(the space of those sent is taken back), intact", REUSE);
+    if (own)
+        tap_ok(reuse(), "a buffer with room for 2 messages carries %d in a "
+               "row (the space of those sent is taken back), intact",
+               REUSE);
     MPI_Finalize();
     return tap_status();
 }
