@@ -1,4 +1,4 @@
-/* ftw-test: np=2 mode=both timeout=120 */
+/* ftw-test: np=2 mode=both timeout=300 */
 /*
  * rndv_probe_order_mt - MPI's order and every message's own receive kept
  * while one thread probes for large messages and another receives small
