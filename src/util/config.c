@@ -102,6 +102,11 @@ static const ftw_cfg_row_t cfg_table[] = {
       "sender copies the next in); 0: none (at most 64; none with "
       "FTW_SHM_PULL=split).",
       FTW_CFG_INT, FTW_CFG_FIELD(shm_push), NULL },
+    { "FTW_SHM_STREAM", "8m",
+      "shm transport: a pipelined pull of at least this many bytes copies "
+      "its fragments out with non-temporal stores (a message larger than "
+      "the caches then costs no read of its destination); 0: never.",
+      FTW_CFG_SIZE, FTW_CFG_FIELD(shm_stream), NULL },
     { "FTW_SHM_PULL", "pipe",
       "shm transport: pipe (two copies through the segment's slots: the "
       "sender copies fragments in as the receiver asks) or split (one "

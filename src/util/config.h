@@ -40,6 +40,7 @@ typedef struct {
     size_t shm_frag;        /* FTW_SHM_FRAG, bytes */
     int shm_slots;          /* FTW_SHM_SLOTS */
     int shm_push;           /* FTW_SHM_PUSH */
+    size_t shm_stream;      /* FTW_SHM_STREAM, bytes */
     int shm_pull;           /* FTW_SHM_PULL: ftw_shm_pull_t */
     int quarantine;         /* FTW_QUARANTINE: ftw_quarantine_mode_t */
     int quarantine_settle;  /* FTW_QUARANTINE_SETTLE, progress passes */

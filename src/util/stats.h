@@ -34,6 +34,7 @@
     _(RNDV_SHM_BYTES, "rndv_shm_bytes", "bytes pulled by shm")          \
     _(RNDV_SHM_SPLIT, "rndv_shm_split", "shm pulls shared with the sender (split)") \
     _(RNDV_SHM_PUSHED, "rndv_shm_pushed", "shm pulls the sender had filled ahead (push slots)") \
+    _(RNDV_SHM_STREAMED, "rndv_shm_streamed", "bytes of pipelined shm pulls copied out with non-temporal stores") \
     _(RNDV_SHM_HELPED, "rndv_shm_helped", "bytes this sender wrote into its receivers (split)") \
     _(RNDV_SHM_STALLS, "rndv_shm_stalls", "shm pulls left to cma: the " \
                                         "sender answered nothing for 0.2 ms") \
