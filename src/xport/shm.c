@@ -52,7 +52,6 @@
 #define _GNU_SOURCE
 #include "xport/xport.h"
 
-#include <emmintrin.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -66,6 +65,10 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "detect/detect.h"
 #include "util/config.h"
@@ -998,6 +1001,7 @@ static void copy_plain(char *dst, const char *src, size_t n)
  * them first (a plain copy reads every destination line from memory,
  * a third of the traffic of a copy that misses the caches, and evicts
  * the slots it is copying from).  The caller fences once per pull. */
+#if defined(__SSE2__)
 static void copy_stream(char *dst, const char *src, size_t n)
 {
     size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
@@ -1021,6 +1025,22 @@ static void copy_stream(char *dst, const char *src, size_t n)
     }
     memcpy(dst, src, n);
 }
+
+static inline void stream_fence(void)
+{
+    _mm_sfence();
+}
+#else
+/* No non-temporal stores this file knows of: plain copies. */
+static void copy_stream(char *dst, const char *src, size_t n)
+{
+    memcpy(dst, src, n);
+}
+
+static inline void stream_fence(void)
+{
+}
+#endif
 
 static ftw_status_t seg_pull(shm_seg_t *s, const ftw_xport_src_t *src,
                              uint64_t addr, char *dst, size_t len)
@@ -1056,7 +1076,7 @@ static ftw_status_t seg_pull(shm_seg_t *s, const ftw_xport_src_t *src,
                                             n);
     }
     if (stream) {
-        _mm_sfence();   /* the streamed stores before the FIN */
+        stream_fence();     /* the streamed stores before the FIN */
         ftw_stat_add(FTW_STAT_RNDV_SHM_STREAMED, len);
     }
     return FTW_OK;
