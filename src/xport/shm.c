@@ -295,8 +295,8 @@ static shm_seg_t *seg_create(int peer)
                   peer);
         goto err_close;
     }
-    s->hdr = mmap(NULL, s->maplen, PROT_READ | PROT_WRITE,
-                  MAP_SHARED | MAP_POPULATE, s->fd, 0);
+    s->hdr = mmap(NULL, s->maplen, PROT_READ | PROT_WRITE, MAP_SHARED,
+                  s->fd, 0);
     if (s->hdr == MAP_FAILED) {
         ftw_error("mmap of the shm segment for world rank %d: %m", peer);
         goto err_close;
@@ -305,11 +305,11 @@ static shm_seg_t *seg_create(int peer)
                            .peer = peer, .frag = frag, .nslots = nslots,
                            .npush = npush, .pfrag = pfrag,
                            .data_off = off };
-    /* Write every page now: a shared mapping is populated read-only,
-     * and the first write into each page of a slot would take a fault
-     * of its own while a receiver waits for that fragment (on this
-     * kind of host about 6 us a page, 0.4 ms for a 256 KiB slot, long
-     * enough to count as a stalled sender). */
+    /* Write every page now (MAP_POPULATE would map a shared mapping
+     * read-only): the first write into each page of a slot would take a
+     * fault of its own while a receiver waits for that fragment (on
+     * this kind of host about 6 us a page, 0.4 ms for a 256 KiB slot,
+     * long enough to count as a stalled sender). */
     for (size_t pg = 4096; pg < s->maplen; pg += 4096)
         ((volatile char *)s->hdr)[pg] = 0;
     s->peer = peer;
@@ -990,18 +990,14 @@ static ftw_status_t push_pull(shm_seg_t *s, const ftw_xport_src_t *src,
     return st;
 }
 
-/* The pipeline: up to nslots fragments asked ahead, copied out in order. */
-static void copy_plain(char *dst, const char *src, size_t n)
-{
-    memcpy(dst, src, n);
-}
-
 /* A fragment out of the slot into a message larger than the caches:
  * non-temporal 16-byte stores, which write whole lines without reading
  * them first (a plain copy reads every destination line from memory,
  * a third of the traffic of a copy that misses the caches, and evicts
  * the slots it is copying from).  The caller fences once per pull. */
 #if defined(__SSE2__)
+#define SHM_STREAM_STORES 1
+
 static void copy_stream(char *dst, const char *src, size_t n)
 {
     size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
@@ -1031,7 +1027,9 @@ static inline void stream_fence(void)
     _mm_sfence();
 }
 #else
-/* No non-temporal stores this file knows of: plain copies. */
+/* No non-temporal stores this file knows of: every pull copies plainly. */
+#define SHM_STREAM_STORES 0
+
 static void copy_stream(char *dst, const char *src, size_t n)
 {
     memcpy(dst, src, n);
@@ -1042,6 +1040,7 @@ static inline void stream_fence(void)
 }
 #endif
 
+/* The pipeline: up to nslots fragments asked ahead, copied out in order. */
 static ftw_status_t seg_pull(shm_seg_t *s, const ftw_xport_src_t *src,
                              uint64_t addr, char *dst, size_t len)
 {
@@ -1050,7 +1049,8 @@ static ftw_status_t seg_pull(shm_seg_t *s, const ftw_xport_src_t *src,
     uint64_t fsz = frag_size(h, len);
     uint64_t nfrag = (len + fsz - 1) / fsz, asked = 0;
     uint64_t seq0 = s->seq + 1;
-    int stream = ftw_cfg.shm_stream != 0 && len >= ftw_cfg.shm_stream;
+    int stream = SHM_STREAM_STORES && ftw_cfg.shm_stream != 0 &&
+                 len >= ftw_cfg.shm_stream;
 
     for (uint64_t k = 0; k < nfrag; k++) {
         shm_slot_t *sl = &h->slot[k % h->nslots];
@@ -1071,9 +1071,10 @@ static ftw_status_t seg_pull(shm_seg_t *s, const ftw_xport_src_t *src,
                             asked * fsz < len ? asked * fsz : len, len);
         if (st != FTW_OK)
             return st;
-        (stream ? copy_stream : copy_plain)(dst + off,
-                                            data + (k % h->nslots) * h->frag,
-                                            n);
+        if (stream)
+            copy_stream(dst + off, data + (k % h->nslots) * h->frag, n);
+        else
+            memcpy(dst + off, data + (k % h->nslots) * h->frag, n);
     }
     if (stream) {
         stream_fence();     /* the streamed stores before the FIN */
