@@ -250,7 +250,10 @@ void ftw_inject_pulled_hit(int peer, int pid)
         return;
     }
     /* The victim is to die mid-pull: the pull goes on only once the
-     * detector knows, so the puller cannot finish first. */
+     * detector knows, so the puller cannot finish first.  A stopped one
+     * is to be away for a while: the pull goes on at once. */
+    if (inj.sig == SIGSTOP)
+        return;
     for (int i = 0; i < 5000 && !ftw_detect_is_failed(peer); i++)
         usleep(1000);
 }

@@ -38,6 +38,8 @@
     _(RNDV_SHM_HELPED, "rndv_shm_helped", "bytes this sender wrote into its receivers (split)") \
     _(RNDV_SHM_STALLS, "rndv_shm_stalls", "shm pulls left to cma: the " \
                                         "sender answered nothing for 0.2 ms") \
+    _(RNDV_SHM_CMA_BYTES, "rndv_shm_cma_bytes", "bytes of pipelined shm pulls read with cma: fragments the sender had not answered") \
+    _(RNDV_SHM_RESUMED, "rndv_shm_resumed", "pipelined shm pulls that took the sender's fragments again after reading some with cma") \
     _(RNDV_VERBS,     "rndv_verbs",     "rendezvous messages pulled by RDMA READ") \
     _(RNDV_VERBS_BYTES, "rndv_verbs_bytes", "bytes pulled by RDMA READ")  \
     _(VERBS_ODP,      "verbs_odp",      "1: verbs memory is on-demand paged") \

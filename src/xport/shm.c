@@ -794,8 +794,10 @@ static void wait_turn(unsigned spins)
         cpu_relax();
 }
 
-/* The sender answered nothing for SHM_STALL_MS: the pulls from it use
- * cma for a while, the longer the more stalls came in a row.  One stall
+/* The sender answered nothing for SHM_STALL_MS: for a while the pulls
+ * from it wait for no answer (seg_pull reads the fragments it has not
+ * answered with cma; split pulls use cma), the longer the more stalls
+ * came in a row, and until it answers again.  One stall
  * is mostly a moment without a core (a timer, another thread); a sender
  * computing outside MPI stalls every pull, and soon costs one wait per
  * SHM_COOL_MAX_MS. */
@@ -817,9 +819,9 @@ static void seg_stalled(shm_seg_t *s)
  * outside the MPI calls ftwrap drives (it computes, or waits in a call
  * passed straight to the MPI), or it has no core (a loaded host, where
  * the pipeline, which needs both processes running, is slower than one
- * copy).  FTW_ST_UNSUPPORTED then: the caller reads the rest with cma,
- * which needs no help from the sender, and so do the pulls from that
- * sender for the next SHM_COOL_MS. */
+ * copy).  FTW_ST_UNSUPPORTED then: the caller reads with cma, which
+ * needs no help from the sender, what the sender has not answered, and
+ * so do the pulls from that sender for the next SHM_COOL_MS. */
 static ftw_status_t frag_wait(shm_seg_t *s, shm_slot_t *sl, uint64_t want)
 {
     unsigned spins = 0;
@@ -1040,17 +1042,47 @@ static inline void stream_fence(void)
 }
 #endif
 
-/* The pipeline: up to nslots fragments asked ahead, copied out in order. */
+/* Fragment want's answer, if the sender has given it: FTW_ST_UNSUPPORTED
+ * while it has not. */
+static ftw_status_t frag_answered(const shm_slot_t *sl, uint64_t want)
+{
+    if (atomic_load_explicit(&sl->done, memory_order_acquire) != want)
+        return FTW_ST_UNSUPPORTED;
+    return (ftw_status_t)sl->status;
+}
+
+/* A fragment the sender did not answer, read with cma (its faults were
+ * injected when it was asked for). */
+static ftw_status_t frag_cma(const ftw_xport_src_t *src, uint64_t addr,
+                             char *dst, size_t n)
+{
+    if (ftw_detect_is_failed(src->world))
+        return FTW_ST_PEER_FAILED;
+    return ftw_xport_cma_ops.pull(src, addr, dst, n);
+}
+
+/* The pipeline: up to nslots fragments asked ahead, copied out in order.
+ * A fragment the sender leaves unanswered for SHM_STALL_MS is read with
+ * cma, and so is every later one it has not answered by the time the
+ * pull comes to it, without waiting, until it answers one again: a
+ * sender that lost its core for a moment (another process, a timer)
+ * takes up the fragments asked ahead as soon as it is back, and one
+ * that computes outside MPI costs a cma read per fragment and no more
+ * waits.  While the sender cools after a stall (seg_stalled) the pull
+ * starts so, without the wait.  A request left unanswered stays out:
+ * its number is never waited for again, and the slot is asked again
+ * with the next number as the pipeline moves on. */
 static ftw_status_t seg_pull(shm_seg_t *s, const ftw_xport_src_t *src,
                              uint64_t addr, char *dst, size_t len)
 {
     shm_hdr_t *h = s->hdr;
     const char *data = (const char *)h + h->data_off;
     uint64_t fsz = frag_size(h, len);
-    uint64_t nfrag = (len + fsz - 1) / fsz, asked = 0;
+    uint64_t nfrag = (len + fsz - 1) / fsz, asked = 0, streamed = 0;
     uint64_t seq0 = s->seq + 1;
     int stream = SHM_STREAM_STORES && ftw_cfg.shm_stream != 0 &&
                  len >= ftw_cfg.shm_stream;
+    int away = s->cma_until != 0 && now_ms() < s->cma_until, resumed = 0;
 
     for (uint64_t k = 0; k < nfrag; k++) {
         shm_slot_t *sl = &h->slot[k % h->nslots];
@@ -1061,25 +1093,35 @@ static ftw_status_t seg_pull(shm_seg_t *s, const ftw_xport_src_t *src,
             frag_inject(src, asked * fsz, fsz, len);
             frag_ask(s, asked, fsz, addr, len);
         }
-        /* On an error the requests still out are left: their numbers
-         * are never asked for again, and the sender answers a slot only
-         * at its latest number, so a late answer cannot pass for the
-         * answer to a later request. */
-        st = frag_wait(s, sl, seq0 + k);
-        if (st == FTW_ST_UNSUPPORTED)
-            return rest_cma(src, addr, dst, off,
-                            asked * fsz < len ? asked * fsz : len, len);
+        st = away ? frag_answered(sl, seq0 + k) : frag_wait(s, sl, seq0 + k);
+        if (st == FTW_ST_UNSUPPORTED) {
+            away = 1;
+            st = frag_cma(src, addr + off, dst + off, n);
+            if (st != FTW_OK)
+                return st;
+            ftw_stat_add(FTW_STAT_RNDV_SHM_CMA_BYTES, n);
+            continue;
+        }
         if (st != FTW_OK)
             return st;
-        if (stream)
+        if (away) {
+            away = 0;           /* the sender is back */
+            s->cma_until = 0;
+            resumed = 1;
+        }
+        if (stream) {
             copy_stream(dst + off, data + (k % h->nslots) * h->frag, n);
-        else
+            streamed += n;
+        } else {
             memcpy(dst + off, data + (k % h->nslots) * h->frag, n);
+        }
     }
-    if (stream) {
+    if (streamed != 0) {
         stream_fence();     /* the streamed stores before the FIN */
-        ftw_stat_add(FTW_STAT_RNDV_SHM_STREAMED, len);
+        ftw_stat_add(FTW_STAT_RNDV_SHM_STREAMED, streamed);
     }
+    if (resumed)
+        ftw_stat_add(FTW_STAT_RNDV_SHM_RESUMED, 1);
     return FTW_OK;
 }
 
@@ -1215,14 +1257,15 @@ static ftw_status_t seg_pull_rest(shm_seg_t *s, const ftw_xport_src_t *src,
     unsigned stalls = s->stalls;
     ftw_status_t st;
 
-    if (s->cma_until != 0 && now_ms() < s->cma_until)
+    if (ftw_cfg.shm_pull != FTW_SHM_PULL_SPLIT)
+        st = seg_pull(s, src, addr + off, dst + off, len - off);
+    else if (s->cma_until != 0 && now_ms() < s->cma_until)
         /* The sender stalled lately: cma (the whole of it, if none came
          * from the push slots). */
         return off == 0 ? FTW_ST_UNSUPPORTED
                         : rest_cma(src, addr, dst, off, off, len);
-    st = ftw_cfg.shm_pull == FTW_SHM_PULL_SPLIT ?
-         split_pull(s, src, addr + off, dst + off, len - off) :
-         seg_pull(s, src, addr + off, dst + off, len - off);
+    else
+        st = split_pull(s, src, addr + off, dst + off, len - off);
     if (st == FTW_OK && s->stalls == stalls)
         s->stalls = 0;          /* the sender kept up all the way */
     return st;
