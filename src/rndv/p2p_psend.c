@@ -134,7 +134,8 @@ static int psend_start(const ftw_reqinfo_t *info, MPI_Request *req,
     if (op.npeer < 0)
         return ftw_raise(info->comm, FTW_ERR_PROC_FAIL_STOP, name,
                          info->peer);
-    xport = (int)ftw_xport_for_send(ps->world, (uint64_t)ps->size, 0, 1);
+    xport = (int)ftw_xport_for_send(ps->world, (uint64_t)ps->size, 0, 1,
+                                    ftw_rndv_both_ways());
     /* A round no transport can carry now (a verbs QP still being
      * reconnected, say) is pushed whole after its RTS. */
     if (ftw_rndv_psend_post(ps, xport, op.native, op.npeer, req) != FTW_OK) {

@@ -472,7 +472,13 @@ static int send_xport(int world, const void *buf, uint64_t size,
 
     last_send_buf = buf;
     last_send_size = size;
-    return (int)ftw_xport_for_send(world, size, blocking, again);
+    return (int)ftw_xport_for_send(world, size, blocking, again,
+                                   ftw_rndv_both_ways());
+}
+
+int ftw_rndv_both_ways(void)
+{
+    return __atomic_load_n(&nspans, __ATOMIC_RELAXED) >= 2;
 }
 
 #define SEND_SETTLE_SEC 0.5

@@ -114,6 +114,11 @@ int ftw_rndv_psend_release(MPI_Request *req);
  * jobs, unknown communicators: those go native). */
 int ftw_rndv_peer_world(MPI_Comm comm, int peer);
 
+/* Whether this process has at least two rendezvous receives pending (a
+ * window or a halo exchange receiving while it sends; one is a ping-
+ * pong's reply), listed by their buffers' ranges. */
+int ftw_rndv_both_ways(void);
+
 /* A persistent request is being started (MPI_Start): 1 if a receive's
  * message was taken from the probes' stash instead, and the native
  * request must stay inactive. */

@@ -268,19 +268,31 @@ ftw_xport_id_t ftw_xport_for(int peer)
  * against shm with push slots, median of 5 interleaved rounds: Open MPI
  * 8.9/7.4 at 128 KiB, 14.0/13.0 at 256 KiB, 25.9/20.3 at 512 KiB; MPICH
  * 9.3/7.2, 14.3/11.9, 27.1/22.0; nonblocking and persistent ping-pong
- * alike).  A split pull takes the sender's help where it comes. */
-static int auto_keeps_cma(uint64_t size, int blocking, int again)
+ * alike).  A split pull takes the sender's help where it comes.  But
+ * while this process also has rendezvous receives pending (both_ways:
+ * osu_bibw's windows, a halo exchange), each process copies in as many
+ * messages as it sends, and the pipeline's second copy costs a core that
+ * has its own to make: cma for every message the push slots would take
+ * (unmodified osu_bibw, Open MPI, 2026-12-06, GB/s, two runs: ftwrap's
+ * shm 21.0-22.0 / 25.4-25.5 / 26.7-28.2 / 29.3-30.2 at 128 KiB / 256 KiB
+ * / 512 KiB / 1 MiB, cma 26.6-29.2 / 38.4-40.0 / 37.9-42.7 / 30.0-38.6,
+ * the MPI's own 26.7-27.2 / 33.7-40.4 / 42.4-46.4 / 31.5-35.9; from 2 MiB
+ * the two were within 10 %, and from 16 MiB the pipeline's streamed
+ * copy-out won, 24.5-25.4 against 17.4-18.6). */
+static int auto_keeps_cma(uint64_t size, int blocking, int again,
+                          int both_ways)
 {
     if (ftw_cfg.xport != FTW_XPORT_AUTO ||
-        ftw_cfg.shm_pull != FTW_SHM_PULL_PIPE ||
-        size <= ftw_xport_shm_push_bytes())
+        ftw_cfg.shm_pull != FTW_SHM_PULL_PIPE)
         return 0;
+    if (size <= ftw_xport_shm_push_bytes())
+        return both_ways;
     return blocking ? size < SHM_BLOCKING_MIN
                     : again && size < SHM_HOT_MAX;
 }
 
 ftw_xport_id_t ftw_xport_for_send(int peer, uint64_t size, int blocking,
-                                  int again)
+                                  int again, int both_ways)
 {
     ftw_xport_id_t id = ftw_xport_for(peer);
     signed char ok;
@@ -291,7 +303,7 @@ ftw_xport_id_t ftw_xport_for_send(int peer, uint64_t size, int blocking,
     if (id != FTW_XPORT_ID_CMA || ftw_cfg.xport == FTW_XPORT_CMA ||
         (ftw_cfg.xport == FTW_XPORT_AUTO &&
          (size < SHM_AUTO_MIN || ftw_idle_sleep)) ||
-        auto_keeps_cma(size, blocking, again))
+        auto_keeps_cma(size, blocking, again, both_ways))
         return id;
     ok = __atomic_load_n(&shm_ok[peer], __ATOMIC_ACQUIRE);
     if (ok < 0) {

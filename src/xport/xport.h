@@ -166,9 +166,11 @@ ftw_xport_id_t ftw_xport_for(int peer);
 /* The transport for a rendezvous send of size bytes to world rank peer:
  * what FTW_XPORT asks for, or with auto the faster one for that send
  * (blocking: its sender waits for it alone; again: the same bytes as
- * the thread's previous send, or a persistent send's next round). */
+ * the thread's previous send, or a persistent send's next round;
+ * both_ways: this process has rendezvous receives pending as well, so
+ * it copies in as many messages as it sends). */
 ftw_xport_id_t ftw_xport_for_send(int peer, uint64_t size, int blocking,
-                                  int again);
+                                  int again, int both_ways);
 
 /* The ops table of a transport id; native for an unknown id. */
 const ftw_xport_ops_t *ftw_xport_ops(int id);
