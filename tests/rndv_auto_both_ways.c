@@ -19,7 +19,9 @@
  */
 #include "tap.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define SIZE ((size_t)(256 << 10) + 3)
 #define WIN 8
@@ -36,6 +38,13 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (sbuf == NULL || rbuf == NULL)
         MPI_Abort(MPI_COMM_WORLD, 2);
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+        /* More ranks than CPUs: waits sleep, and auto takes cma for all. */
+        if (rank == 0)
+            printf("1..0 # SKIP needs 2 CPUs for the shm pipeline\n");
+        MPI_Finalize();
+        return 0;
+    }
     tap_plan(3);
     other = 1 - rank;
     MPI_Barrier(MPI_COMM_WORLD);
