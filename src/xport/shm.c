@@ -161,7 +161,8 @@ typedef struct {
     uint64_t split_seq;     /* in: the last split pull's number */
     uint64_t split_idle;    /* out: claim word last seen with nothing to do */
     int split_refused;      /* out: writes to the receiver are refused */
-    double cma_until;       /* in: pulls use cma until then (now_ms) */
+    double cma_until;       /* in: pulls wait for no answer until then
+                             * (now_ms; split pulls use cma) */
     unsigned stalls;        /* in: stalls since the last full shm pull */
     shm_expo_t *expo;       /* out: exposed ranges */
     int nexpo, capexpo;
@@ -813,6 +814,12 @@ static void seg_stalled(shm_seg_t *s)
     ftw_stat_add(FTW_STAT_RNDV_SHM_STALLS, 1);
 }
 
+/* Whether the pulls from s's sender still cool after a stall. */
+static int seg_cooling(const shm_seg_t *s)
+{
+    return s->cma_until != 0 && now_ms() < s->cma_until;
+}
+
 /* Wait for the answer to request number want in sl, watching the
  * sender and serving this process's own receivers meanwhile.  A sender
  * that answers nothing for SHM_STALL_MS is not copying now: it is
@@ -1051,16 +1058,6 @@ static ftw_status_t frag_answered(const shm_slot_t *sl, uint64_t want)
     return (ftw_status_t)sl->status;
 }
 
-/* A fragment the sender did not answer, read with cma (its faults were
- * injected when it was asked for). */
-static ftw_status_t frag_cma(const ftw_xport_src_t *src, uint64_t addr,
-                             char *dst, size_t n)
-{
-    if (ftw_detect_is_failed(src->world))
-        return FTW_ST_PEER_FAILED;
-    return ftw_xport_cma_ops.pull(src, addr, dst, n);
-}
-
 /* The pipeline: up to nslots fragments asked ahead, copied out in order.
  * A fragment the sender leaves unanswered for SHM_STALL_MS is read with
  * cma, and so is every later one it has not answered by the time the
@@ -1082,7 +1079,7 @@ static ftw_status_t seg_pull(shm_seg_t *s, const ftw_xport_src_t *src,
     uint64_t seq0 = s->seq + 1;
     int stream = SHM_STREAM_STORES && ftw_cfg.shm_stream != 0 &&
                  len >= ftw_cfg.shm_stream;
-    int away = s->cma_until != 0 && now_ms() < s->cma_until, resumed = 0;
+    int away = seg_cooling(s), resumed = 0;
 
     for (uint64_t k = 0; k < nfrag; k++) {
         shm_slot_t *sl = &h->slot[k % h->nslots];
@@ -1096,7 +1093,8 @@ static ftw_status_t seg_pull(shm_seg_t *s, const ftw_xport_src_t *src,
         st = away ? frag_answered(sl, seq0 + k) : frag_wait(s, sl, seq0 + k);
         if (st == FTW_ST_UNSUPPORTED) {
             away = 1;
-            st = frag_cma(src, addr + off, dst + off, n);
+            /* Its faults were injected when it was asked for. */
+            st = rest_cma(src, addr + off, dst + off, 0, n, n);
             if (st != FTW_OK)
                 return st;
             ftw_stat_add(FTW_STAT_RNDV_SHM_CMA_BYTES, n);
@@ -1259,7 +1257,7 @@ static ftw_status_t seg_pull_rest(shm_seg_t *s, const ftw_xport_src_t *src,
 
     if (ftw_cfg.shm_pull != FTW_SHM_PULL_SPLIT)
         st = seg_pull(s, src, addr + off, dst + off, len - off);
-    else if (s->cma_until != 0 && now_ms() < s->cma_until)
+    else if (seg_cooling(s))
         /* The sender stalled lately: cma (the whole of it, if none came
          * from the push slots). */
         return off == 0 ? FTW_ST_UNSUPPORTED
