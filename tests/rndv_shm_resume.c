@@ -31,7 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define BIG ((size_t)(128 << 20) + 5)
@@ -40,14 +39,6 @@
 static pid_t sender;
 static int cont_err;        /* the thread's error, 0: none */
 static double stopped_ms;   /* how long the sender stayed stopped */
-
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 /* Whether process pid is stopped (state T in /proc/pid/stat). */
 static int is_stopped(pid_t pid)
@@ -73,23 +64,23 @@ static int is_stopped(pid_t pid)
 static void *cont_thread(void *arg)
 {
     long long stalls0 = *(long long *)arg;
-    double t0 = now_ms(), t1;
+    double t0 = tap_now(), t1;
 
     while (!is_stopped(sender)) {
-        if (now_ms() - t0 > 20000) {
+        if (tap_now() - t0 > 20.0) {
             cont_err = 1;       /* never stopped */
             return NULL;
         }
         usleep(20);
     }
-    t1 = now_ms();
-    while ((now_ms() - t1 < 1.0 ||
+    t1 = tap_now();
+    while ((tap_now() - t1 < 1e-3 ||
             tap_ftw_stat("rndv_shm_stalls") == stalls0) &&
-           now_ms() - t1 < 5000)
+           tap_now() - t1 < 5.0)
         usleep(20);     /* woken, it takes the core from the pull at once */
     if (kill(sender, SIGCONT) != 0)
         cont_err = 2;
-    stopped_ms = now_ms() - t1;
+    stopped_ms = (tap_now() - t1) * 1e3;
     return NULL;
 }
 

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <time.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ftwrap.h"
 
@@ -377,6 +378,18 @@ static inline int tap_need_size(int np)
         return 1;
     if (tap_rank() == 0)
         printf("1..0 # SKIP needs %d processes\n", np);
+    MPI_Finalize();
+    return 0;
+}
+
+/* Run only on a host of at least n CPUs: 0 (after printing a TAP skip
+ * line saying why and finalizing) on a smaller one. */
+static inline int tap_need_cpus(long n, const char *why)
+{
+    if (sysconf(_SC_NPROCESSORS_ONLN) >= n)
+        return 1;
+    if (tap_rank() == 0)
+        printf("1..0 # SKIP needs %ld CPUs %s\n", n, why);
     MPI_Finalize();
     return 0;
 }
