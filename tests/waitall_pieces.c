@@ -1,0 +1,217 @@
+/* ftw-test: np=3 mode=ftwrap timeout=60 */
+/*
+ * waitall_pieces - one MPI_Waitall whose requests finish in pieces, in
+ * array order and out of it: every status, every error and every byte
+ * where MPI_Waitall puts it.
+ *
+ * Rank 0 posts, in this order: FIRST receives from rank 1, then LATE
+ * receives from rank 2, then REST receives from rank 1, and waits for
+ * them all with one MPI_Waitall and an array of statuses.  Rank 1 sends
+ * its messages at once; rank 2 sends its own only 50 ms after rank 1 is
+ * done, so the wait sees the first part and the last part finished and
+ * the middle one not.  The messages are 8 bytes, 1 KiB and (every fifth)
+ * 300 KiB, which ftwrap moves by its own rendezvous; receive FIRST/2 is
+ * one byte too small for its message.
+ *
+ * 1: MPI_Waitall returns MPI_ERR_IN_STATUS; the short receive's status
+ *    says MPI_ERR_TRUNCATE and every other's MPI_SUCCESS: ftwrap's wait
+ *    finishes every request (both MPIs' own leave those after the
+ *    error pending, MPI_ERR_PENDING, which the standard allows too).
+ * 2: every other status has the right source, tag and byte count, and
+ *    every buffer holds its message (a checksum over every byte).  The
+ *    300 KiB messages after the late ones are sent before rank 2 sends:
+ *    their senders finish only if the wait pulls them meanwhile.
+ * 3: every handle is MPI_REQUEST_NULL, and the same set waited for again
+ *    with MPI_STATUSES_IGNORE and no truncation returns MPI_SUCCESS with
+ *    every byte right.
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+#define FIRST 20
+#define LATE 12
+#define REST 20
+#define N (FIRST + LATE + REST)
+#define BIG (300 * 1024)
+
+/* Rank 0's request i: its sender, tag and size. */
+static int src_of(int i)
+{
+    return i >= FIRST && i < FIRST + LATE ? 2 : 1;
+}
+
+static int size_of(int i)
+{
+    return i % 5 == 4 ? BIG : i % 2 ? 1024 : 8;
+}
+
+static unsigned char pattern(int i, int round, size_t k)
+{
+    return (unsigned char)(i * 31 + round * 7 + k * 13 + (k >> 8));
+}
+
+static uint64_t sum(const unsigned char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+
+    for (size_t k = 0; k < n; k++)
+        h = (h ^ p[k]) * 1099511628211ULL;
+    return h;
+}
+
+/* The checksum of message i of round as its sender wrote it. */
+static uint64_t want_sum(int i, int round)
+{
+    static unsigned char want[BIG];
+
+    for (size_t k = 0; k < (size_t)size_of(i); k++)
+        want[k] = pattern(i, round, k);
+    return sum(want, (size_t)size_of(i));
+}
+
+static void send_mine(int rank, int round)
+{
+    unsigned char *buf = malloc(BIG);
+
+    for (int i = 0; i < N; i++) {
+        if (src_of(i) != rank)
+            continue;
+        for (size_t k = 0; k < (size_t)size_of(i); k++)
+            buf[k] = pattern(i, round, k);
+        MPI_Send(buf, size_of(i), MPI_BYTE, 0, i, MPI_COMM_WORLD);
+    }
+    free(buf);
+}
+
+/* Rank 0's side of one round; short_one: the request whose buffer is one
+ * byte short, or -1.  Returns MPI_Waitall's code; *bad_* count what went
+ * wrong. */
+static int wait_round(int round, int short_one, int statuses,
+                      int *bad_err, int *bad_st, int *bad_data,
+                      int *bad_null)
+{
+    static unsigned char *buf[N];
+    MPI_Request req[N];
+    MPI_Status st[N];
+    int rc;
+
+    for (int i = 0; i < N; i++) {
+        int cap = size_of(i) - (i == short_one);
+
+        if (buf[i] == NULL)
+            buf[i] = malloc(BIG);
+        memset(buf[i], 0, BIG);
+        MPI_Irecv(buf[i], cap, MPI_BYTE, src_of(i), i, MPI_COMM_WORLD,
+                  &req[i]);
+    }
+    /* Rank 1 sends now; rank 2 waits for its word, then 50 ms. */
+    MPI_Send(&round, 1, MPI_INT, 1, 1000, MPI_COMM_WORLD);
+    MPI_Send(&round, 1, MPI_INT, 2, 1000, MPI_COMM_WORLD);
+    rc = MPI_Waitall(N, req, statuses ? st : MPI_STATUSES_IGNORE);
+    for (int i = 0; i < N; i++) {
+        int count = -1;
+
+        *bad_null += req[i] != MPI_REQUEST_NULL;
+        if (i == short_one) {
+            if (st[i].MPI_ERROR == MPI_SUCCESS ||
+                tap_class(st[i].MPI_ERROR) != MPI_ERR_TRUNCATE)
+                (*bad_err)++;
+            continue;
+        }
+        if (statuses) {
+            if (rc == MPI_ERR_IN_STATUS && st[i].MPI_ERROR != MPI_SUCCESS)
+                (*bad_err)++;
+            MPI_Get_count(&st[i], MPI_BYTE, &count);
+            if (st[i].MPI_SOURCE != src_of(i) || st[i].MPI_TAG != i ||
+                count != size_of(i)) {
+                if (*bad_st == 0)
+                    tap_diag("request %d: source %d tag %d count %d", i,
+                             st[i].MPI_SOURCE, st[i].MPI_TAG, count);
+                (*bad_st)++;
+            }
+        }
+        if (sum(buf[i], (size_t)size_of(i)) != want_sum(i, round))
+            (*bad_data)++;
+    }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, rounds = 3;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (size != 3) {
+        if (rank == 0)
+            printf("1..0 # SKIP needs 3 ranks\n");
+        MPI_Finalize();
+        return 0;
+    }
+    tap_plan(3);
+    if (rank != 0) {
+        for (int r = 0; r < rounds + 1; r++) {
+            int word;
+
+            MPI_Recv(&word, 1, MPI_INT, 0, 1000, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+            if (rank == 2) {
+                MPI_Recv(&word, 1, MPI_INT, 1, 1001, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+                usleep(50000);
+            }
+            send_mine(rank, r);
+            if (rank == 1)
+                MPI_Send(&word, 1, MPI_INT, 2, 1001, MPI_COMM_WORLD);
+        }
+        tap_ok(1, "MPI_Waitall: MPI_ERR_IN_STATUS, the short receive's "
+               "status MPI_ERR_TRUNCATE, the others MPI_SUCCESS");
+        tap_ok(1, "every other status has its source, tag and count, "
+               "every buffer its bytes");
+        tap_ok(1, "every handle null; again with statuses ignored: "
+               "MPI_SUCCESS, every byte right");
+        MPI_Finalize();
+        return 0;
+    }
+    {
+        int bad_err = 0, bad_st = 0, bad_data = 0, bad_null = 0;
+        int bad_rc = 0, bad_data2 = 0, rc, rc2;
+
+        for (int r = 0; r < rounds; r++) {
+            rc = wait_round(r, FIRST / 2, 1, &bad_err, &bad_st, &bad_data,
+                            &bad_null);
+            if (rc != MPI_ERR_IN_STATUS) {
+                tap_diag("round %d: MPI_Waitall returned %d", r, rc);
+                bad_rc++;
+            }
+        }
+        rc2 = wait_round(rounds, -1, 0, &bad_err, &bad_st, &bad_data2,
+                         &bad_null);
+        tap_ok(!bad_rc && !bad_err,
+               "MPI_Waitall: MPI_ERR_IN_STATUS, the short receive's "
+               "status MPI_ERR_TRUNCATE, the others MPI_SUCCESS");
+        if (bad_err)
+            tap_diag("%d statuses with the wrong error", bad_err);
+        tap_ok(!bad_st && !bad_data,
+               "every other status has its source, tag and count, "
+               "every buffer its bytes");
+        if (bad_st || bad_data)
+            tap_diag("%d wrong statuses, %d wrong buffers", bad_st,
+                     bad_data);
+        tap_ok(rc2 == MPI_SUCCESS && !bad_data2 && !bad_null,
+               "every handle null; again with statuses ignored: "
+               "MPI_SUCCESS, every byte right");
+        if (rc2 != MPI_SUCCESS || bad_data2 || bad_null)
+            tap_diag("rc %d, %d wrong buffers, %d handles not null", rc2,
+                     bad_data2, bad_null);
+    }
+    MPI_Finalize();
+    return 0;
+}
