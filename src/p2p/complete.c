@@ -608,19 +608,18 @@ static int ready_take(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
     return 1;
 }
 
-/* MPICH's failure-free wait (where its MPI_Testall is safe on the set,
- * as above).  A pass asks MPI_Request_get_status of the requests from
- * s->next on; it runs a progress pass only on a request that has not
- * finished, and the pass stops at the first such.  The finished ones
- * before it are taken together by one MPI_Waitall (ready_take), which
- * cannot block on them and takes a finished set faster than MPICH's
- * MPI_Testall: the last pass takes a window that finished at once, and
- * while messages trickle in, what arrived is finished during the wait
- * for the rest.  A pass thus costs one progress pass, as MPICH's own
- * MPI_Waitall's do, where MPI_Testall and MPI_Testsome look at every
- * unfinished request on each.  *done once every request has finished;
- * 0 if a call failed (the per-request passes meet that request on their
- * own). */
+/* The first pass of MPICH's failure-free wait (where its MPI_Testall is
+ * safe on the set, as above): MPI_Request_get_status of the requests in
+ * array order, which runs no progress pass on a request that has
+ * finished, up to the first unfinished one (on which it runs one).  The
+ * finished ones before it are taken together by one MPI_Waitall
+ * (ready_take), which cannot block on them and is the one MPICH call
+ * with a fast path over finished requests: a window that finished by the
+ * time the program waits (a receiver slower than its senders) costs one
+ * look per request and that MPI_Waitall, where MPI_Testall would run a
+ * progress pass and look at every request.  The later passes are
+ * some_round's.  *done once every request has finished; 0 if a call
+ * failed (the per-request passes meet that request on their own). */
 static int ready_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
                        int *done)
 {
@@ -731,11 +730,13 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
     }
     while (!failures_known() && !drains_known()) {
         rc = MPI_SUCCESS;
-        if (scan && !ready_round(&s, reqs, sts, &flag)) {
+        if (scan) {
+            if (!ready_round(&s, reqs, sts, &flag))
+                flag = 0;
             scan = 0;
-            s.next = s.fin;     /* the per-request passes from there */
-        }
-        if (!scan)
+            if (!flag)
+                s.next = s.fin;     /* the per-request passes from there */
+        } else
             rc = seq_only() ? seq_round(&s, reqs, sts, &flag)
                             : some_round(&s, reqs, sts, &flag);
         if (rc != MPI_SUCCESS || flag) {
