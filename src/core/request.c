@@ -246,18 +246,6 @@ int ftw_req_testall_mt(int n, const MPI_Request before[], MPI_Request reqs[],
     return rc;
 }
 
-int ftw_req_waitall_mt(int n, const MPI_Request before[], MPI_Request reqs[],
-                       MPI_Status sts[])
-{
-    int rc;
-
-    req_table_lock();
-    rc = PMPI_Waitall(n, reqs, sts);
-    req_retire_set_locked(n, before, reqs);
-    req_table_unlock();
-    return rc;
-}
-
 int ftw_req_testany_mt(int n, const MPI_Request before[], MPI_Request reqs[],
                        int *index, int *flag, MPI_Status *st)
 {

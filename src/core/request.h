@@ -203,8 +203,6 @@ int ftw_req_testany_mt(int n, const MPI_Request before[], MPI_Request reqs[],
 int ftw_req_testsome_mt(int n, const MPI_Request before[],
                         MPI_Request reqs[], int *outcount, int indices[],
                         MPI_Status sts[]);
-int ftw_req_waitall_mt(int n, const MPI_Request before[], MPI_Request reqs[],
-                       MPI_Status sts[]);
 int ftw_req_cancel_mt(MPI_Request *req);
 /* Cancel a recorded request once (the table locked): 0 if it was. */
 int ftw_req_cancel_once_locked(ftw_req_t *e);
@@ -223,16 +221,6 @@ static inline int ftw_req_testall(int n, const MPI_Request before[],
     return ftw_unlikely(ftw_threaded)
            ? ftw_req_testall_mt(n, before, reqs, flag, sts)
            : PMPI_Testall(n, reqs, flag, sts);
-}
-
-/* MPI_Waitall of a set whose every request has finished (it cannot
- * block then): only where one looked at each first. */
-static inline int ftw_req_waitall_done(int n, const MPI_Request before[],
-                                       MPI_Request reqs[], MPI_Status sts[])
-{
-    return ftw_unlikely(ftw_threaded)
-           ? ftw_req_waitall_mt(n, before, reqs, sts)
-           : PMPI_Waitall(n, reqs, sts);
 }
 
 static inline int ftw_req_testany(int n, const MPI_Request before[],

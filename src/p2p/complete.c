@@ -41,7 +41,6 @@ typedef struct {
     MPI_Status cst_small[SMALL_N];
     int looked_up;
     int next;                   /* MPICH's wait: the first unfinished */
-    int fin;                    /* ready_round: all before it finished */
     void *block;                /* the arrays of a larger set, or NULL */
 } reqset_t;
 
@@ -126,7 +125,6 @@ static int reqset_init(reqset_t *s, int n, const MPI_Request reqs[])
     s->n = n;
     s->looked_up = 0;
     s->next = 0;
-    s->fin = 0;
     s->block = NULL;
     if (n <= SMALL_N) {
         s->saved = s->saved_small;
@@ -578,78 +576,6 @@ static inline int seq_only(void)
 #endif
 }
 
-/* Requests [s->fin, hi), every one of them finished (ready_round looked),
- * taken by one MPI_Waitall, which cannot block on them: outcomes into
- * s->err, rendezvous finished, s->fin at hi.  0 if the call failed as a
- * whole (the per-request passes meet the bad request on their own). */
-static int ready_take(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
-                      int hi)
-{
-    int lo = s->fin, k = hi - lo, rc;
-    MPI_Status *st = (sts != MPI_STATUSES_IGNORE ? sts : s->st) + lo;
-
-    rc = ftw_req_waitall_done(k, s->saved + lo, reqs + lo, st);
-    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS)
-        return 0;
-    for (int j = 0; j < k; j++) {
-        s->idx[j] = lo + j;
-        s->err[lo + j] = rc == MPI_SUCCESS ? MPI_SUCCESS : st[j].MPI_ERROR;
-    }
-    s->fin = hi;
-    if (sts == MPI_STATUSES_IGNORE)
-        return 1;
-    if (rc == MPI_SUCCESS) {
-        reqset_rndv(s, k, s->idx, st, reqs);
-        return 1;
-    }
-    for (int j = 0; j < k; j++)
-        if (st[j].MPI_ERROR == MPI_SUCCESS)
-            reqset_rndv(s, 1, &s->idx[j], &st[j], reqs);
-    return 1;
-}
-
-/* The first pass of MPICH's failure-free wait (where its MPI_Testall is
- * safe on the set, as above): MPI_Request_get_status of the requests in
- * array order, which runs no progress pass on a request that has
- * finished, up to the first unfinished one (on which it runs one).  The
- * finished ones before it are taken together by one MPI_Waitall
- * (ready_take), which cannot block on them and is the one MPICH call
- * with a fast path over finished requests: a window that finished by the
- * time the program waits (a receiver slower than its senders) costs one
- * look per request and that MPI_Waitall, where MPI_Testall would run a
- * progress pass and look at every request.  The later passes are
- * some_round's.  *done once every request has finished; 0 if a call
- * failed (the per-request passes meet that request on their own). */
-static int ready_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
-                       int *done)
-{
-    *done = 0;
-    while (s->next < s->n) {
-        int flag = 0;
-
-        if (PMPI_Request_get_status(reqs[s->next], &flag,
-                                    MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            return 0;
-        if (!flag)
-            break;
-        s->next++;
-    }
-    if (s->next > s->fin && !ready_take(s, reqs, sts, s->next))
-        return 0;
-    *done = s->fin == s->n;
-    return 1;
-}
-
-static inline int ready_scan(void)
-{
-#if defined(OPEN_MPI)
-    return 0;
-#else
-    return !atomic_load_explicit(&ftw_req_testall_unsafe,
-                                 memory_order_relaxed);
-#endif
-}
-
 /* The failure-free wait's first pass: one MPI_Testall over the whole
  * set, which finishes it when every request has completed already (a
  * window of small messages usually has by the time the program waits),
@@ -708,7 +634,7 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
     reqset_t s;
     ftw_poll_t p;
-    int rc, flag = 0, scan;
+    int rc, flag = 0;
 
     ftw_wrap_check();
     ftw_inject(FTW_INJECT_WAIT);
@@ -718,8 +644,7 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
     reqset_done_sends(&s, reqs, sts);
     sts = reqset_statuses(&s, sts);
     ftw_poll_init(&p);
-    scan = ready_scan();
-    if (!scan && !failures_known() && !drains_known() &&
+    if (!failures_known() && !drains_known() &&
         !atomic_load_explicit(&ftw_req_testall_unsafe, memory_order_relaxed)) {
         all_at_once(&s, reqs, sts, &flag);
         if (flag) {
@@ -729,16 +654,8 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
         }
     }
     while (!failures_known() && !drains_known()) {
-        rc = MPI_SUCCESS;
-        if (scan) {
-            if (!ready_round(&s, reqs, sts, &flag))
-                flag = 0;
-            scan = 0;
-            if (!flag)
-                s.next = s.fin;     /* the per-request passes from there */
-        } else
-            rc = seq_only() ? seq_round(&s, reqs, sts, &flag)
-                            : some_round(&s, reqs, sts, &flag);
+        rc = seq_only() ? seq_round(&s, reqs, sts, &flag)
+                        : some_round(&s, reqs, sts, &flag);
         if (rc != MPI_SUCCESS || flag) {
             if (rc == MPI_SUCCESS)
                 rc = all_result(&s, sts, "MPI_Waitall");
