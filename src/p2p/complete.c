@@ -41,6 +41,7 @@ typedef struct {
     MPI_Status cst_small[SMALL_N];
     int looked_up;
     int next;                   /* MPICH's wait: the first unfinished */
+    int fin;                    /* ready_round: all before it finished */
     void *block;                /* the arrays of a larger set, or NULL */
 } reqset_t;
 
@@ -125,6 +126,7 @@ static int reqset_init(reqset_t *s, int n, const MPI_Request reqs[])
     s->n = n;
     s->looked_up = 0;
     s->next = 0;
+    s->fin = 0;
     s->block = NULL;
     if (n <= SMALL_N) {
         s->saved = s->saved_small;
@@ -576,6 +578,126 @@ static inline int seq_only(void)
 #endif
 }
 
+#if defined(MPICH)
+/* Requests [s->fin, hi), every one of them finished (ready_round looked),
+ * taken by one MPI_Waitall, which cannot block on them: outcomes into
+ * s->err, rendezvous finished, s->fin at hi.  0 if the call failed as a
+ * whole (the per-request passes meet the bad request on their own). */
+static int ready_take(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
+                      int hi)
+{
+    int lo = s->fin, k = hi - lo, rc;
+    MPI_Status *st = (sts != MPI_STATUSES_IGNORE ? sts : s->st) + lo;
+
+    rc = PMPI_Waitall(k, reqs + lo, st);
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS)
+        return 0;
+    for (int j = 0; j < k; j++) {
+        s->idx[j] = lo + j;
+        s->err[lo + j] = rc == MPI_SUCCESS ? MPI_SUCCESS : st[j].MPI_ERROR;
+    }
+    s->fin = hi;
+    if (sts == MPI_STATUSES_IGNORE)
+        return 1;
+    if (rc == MPI_SUCCESS) {
+        reqset_rndv(s, k, s->idx, st, reqs);
+        return 1;
+    }
+    for (int j = 0; j < k; j++)
+        if (st[j].MPI_ERROR == MPI_SUCCESS)
+            reqset_rndv(s, 1, &s->idx[j], &st[j], reqs);
+    return 1;
+}
+
+/* MPI_COMM_WORLD's handler back, and the reference to it that
+ * MPI_Comm_get_errhandler gave released (MPICH's built-in handlers,
+ * handle kind 01, have none). */
+static void world_restore(MPI_Errhandler saved)
+{
+    if (saved == MPI_ERRORS_RETURN)
+        return;
+    PMPI_Comm_set_errhandler(MPI_COMM_WORLD, saved);
+    if (((unsigned)saved >> 30) != 1)
+        PMPI_Errhandler_free(&saved);
+}
+
+/* MPICH 4.0's MPI_Request_get_status raises a request's error (a
+ * truncated receive) on MPI_COMM_WORLD, not on the request's
+ * communicator: where the program left MPI_COMM_WORLD fatal that would
+ * end the job where MPI_Waitall returns MPI_ERR_IN_STATUS.  So the looks
+ * run with MPI_COMM_WORLD returning errors, and its handler is put back
+ * after them; below MPI_THREAD_MULTIPLE no other thread calls the MPI
+ * meanwhile.  0 if the handler could not be swapped. */
+static int world_returns(MPI_Errhandler *saved)
+{
+    if (PMPI_Comm_get_errhandler(MPI_COMM_WORLD, saved) != MPI_SUCCESS)
+        return 0;
+    if (*saved == MPI_ERRORS_RETURN)
+        return 1;
+    if (PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN) ==
+        MPI_SUCCESS)
+        return 1;
+    world_restore(*saved);
+    return 0;
+}
+#endif
+
+/* The first pass of MPICH's failure-free wait (where its MPI_Testall is
+ * safe on the set, as above, and one thread calls the MPI at a time):
+ * MPI_Request_get_status of the requests in array order, which runs no
+ * progress pass on a request that has finished, up to the first
+ * unfinished one (on which it runs one).  The finished ones before it
+ * are taken together by one MPI_Waitall (ready_take), which cannot block
+ * on them and is the one MPICH call with a fast path over finished
+ * requests: a window that finished by the time the program waits (a
+ * receiver slower than its senders) costs one look per request and that
+ * MPI_Waitall, where MPI_Testall would run a progress pass and look at
+ * every request.  The later passes are some_round's.  *done once every
+ * request has finished; 0 if a call failed (the per-request passes meet
+ * that request on their own). */
+static int ready_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
+                       int *done)
+{
+#if defined(MPICH)
+    MPI_Errhandler saved;
+    int rc = MPI_SUCCESS;
+
+    *done = 0;
+    if (!world_returns(&saved))
+        return 0;
+    while (s->next < s->n) {
+        int flag = 0;
+
+        rc = PMPI_Request_get_status(reqs[s->next], &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS || !flag)
+            break;
+        s->next++;
+    }
+    world_restore(saved);
+    if (rc != MPI_SUCCESS)
+        return 0;
+    if (s->next > s->fin && !ready_take(s, reqs, sts, s->next))
+        return 0;
+    *done = s->fin == s->n;
+    return 1;
+#else
+    (void)s, (void)reqs, (void)sts;
+    *done = 0;
+    return 0;
+#endif
+}
+
+static inline int ready_scan(void)
+{
+#if defined(MPICH)
+    return !ftw_threaded &&
+           !atomic_load_explicit(&ftw_req_testall_unsafe,
+                                 memory_order_relaxed);
+#else
+    return 0;
+#endif
+}
+
 /* The failure-free wait's first pass: one MPI_Testall over the whole
  * set, which finishes it when every request has completed already (a
  * window of small messages usually has by the time the program waits),
@@ -634,7 +756,7 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
     reqset_t s;
     ftw_poll_t p;
-    int rc, flag = 0;
+    int rc, flag = 0, scan;
 
     ftw_wrap_check();
     ftw_inject(FTW_INJECT_WAIT);
@@ -644,7 +766,8 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
     reqset_done_sends(&s, reqs, sts);
     sts = reqset_statuses(&s, sts);
     ftw_poll_init(&p);
-    if (!failures_known() && !drains_known() &&
+    scan = ready_scan();
+    if (!scan && !failures_known() && !drains_known() &&
         !atomic_load_explicit(&ftw_req_testall_unsafe, memory_order_relaxed)) {
         all_at_once(&s, reqs, sts, &flag);
         if (flag) {
@@ -654,8 +777,16 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
         }
     }
     while (!failures_known() && !drains_known()) {
-        rc = seq_only() ? seq_round(&s, reqs, sts, &flag)
-                        : some_round(&s, reqs, sts, &flag);
+        rc = MPI_SUCCESS;
+        if (scan) {
+            if (!ready_round(&s, reqs, sts, &flag))
+                flag = 0;
+            scan = 0;
+            if (!flag)
+                s.next = s.fin;     /* the per-request passes from there */
+        } else
+            rc = seq_only() ? seq_round(&s, reqs, sts, &flag)
+                            : some_round(&s, reqs, sts, &flag);
         if (rc != MPI_SUCCESS || flag) {
             if (rc == MPI_SUCCESS)
                 rc = all_result(&s, sts, "MPI_Waitall");
