@@ -125,8 +125,9 @@ static inline int wait_known(int mask, double bound)
                mask_str(mask), bound, mask_str(got), MPI_Wtime() - t0);
 }
 
-/* A survivor stuck in a call says where and leaves: the job then fails
- * quickly, with the step in the log, instead of timing out. */
+/* A survivor stuck in a call says where (the step, and its threads'
+ * stacks) and leaves: the job then fails quickly, with both in the log,
+ * instead of timing out. */
 static const char *volatile step = "start";
 static double watchdog_seconds;
 
@@ -134,9 +135,10 @@ static inline void *watchdog(void *arg)
 {
     (void)arg;
     usleep((useconds_t)(watchdog_seconds * 1e6));
-    fprintf(stderr, "# [rank %d] WATCHDOG: still in \"%s\" after %.0f s\n",
-            rank, step, watchdog_seconds);
+    fprintf(stderr, "# [rank %d] WATCHDOG: still in \"%s\" after %.0f s; "
+            "its stacks:\n", rank, step, watchdog_seconds);
     fflush(stdout);
+    tap_stacks();
     fflush(stderr);
     _exit(3);
     return NULL;

@@ -367,6 +367,24 @@ static inline void tap_spin(double s)
         spin++;
 }
 
+/* This process's threads' stacks, to stderr as TAP comments (gdb, when
+ * installed): what a watchdog prints before it ends a process stuck in a
+ * call, so that the log says where.  Called from the watchdog's thread
+ * while the others stay stuck. */
+static inline void tap_stacks(void)
+{
+    char cmd[256];
+
+    snprintf(cmd, sizeof(cmd),
+             "command -v gdb >/dev/null && timeout 20 gdb -batch -nx -p %d "
+             "-ex 'thread apply all bt 30' 2>/dev/null | "
+             "grep -E '^(Thread|#[0-9])' | head -200 | sed 's/^/#   /' >&2",
+             (int)getpid());
+    fflush(stderr);
+    if (system(cmd) == -1)
+        fprintf(stderr, "#   (no stacks: the shell could not start)\n");
+}
+
 /* Run a job of exactly np processes: 0 (after printing a TAP skip line
  * and finalizing) for any other size. */
 static inline int tap_need_size(int np)
