@@ -5,10 +5,12 @@
  * so no process leaves while another still talks to it; then the detector
  * stops declaring failures (processes leaving now are not failures).
  * Once failures are known the barrier waits at most FTW_FINALIZE_TIMEOUT
- * for a live process: a process killed while it wrote into a receiver's
- * shared-memory queue can leave that queue stuck (seen with MPICH over
- * UCX's posix/sysv transports: nothing from any process reaches the
- * receiver again), and the survivors must still be able to leave.
+ * to hear from a live process or to send to it: a process killed while it
+ * wrote into a receiver's shared-memory queue can leave that queue stuck
+ * (seen with MPICH over UCX's posix/sysv transports: nothing from any
+ * process reaches the receiver again, and once the queue is full the
+ * MPI holds even a one-integer send to it), and the survivors must still
+ * be able to leave.
  * Without failures the native MPI_Finalize runs.  After failures MPICH's
  * finalize always hangs and Open MPI's hangs now and then (seen: 1 run in
  * 13 of tests/fail_finalize on a loaded host), so on both ftwrap tears
@@ -104,6 +106,58 @@ static int recv_flag(MPI_Comm ctl, int src, int tag, int *flag,
     return FLAG_TIMEOUT;
 }
 
+/* Send one int to dst on ctl.  An eager message, but one the MPI holds
+ * while the receiver's queue is full, and a queue a dying writer left
+ * stuck (see the top) fills and stays full: once a failure is known the
+ * send is given up at *deadline (set then), as recv_flag gives up its
+ * receive, and when dst fails.  0 if sent. */
+static int send_flag(MPI_Comm ctl, int dst, int tag, int flag,
+                     double *deadline)
+{
+    int *msg = malloc(sizeof(*msg));
+    MPI_Request req;
+    ftw_poll_t p;
+
+    if (msg == NULL)
+        return PMPI_Send(&flag, 1, MPI_INT, dst, tag, ctl) == MPI_SUCCESS ?
+               0 : FLAG_FAILED;
+    *msg = flag;
+    if (PMPI_Isend(msg, 1, MPI_INT, dst, tag, ctl, &req) != MPI_SUCCESS) {
+        free(msg);
+        return FLAG_FAILED;
+    }
+    ftw_poll_init(&p);
+    for (;;) {
+        int done = 0;
+
+        if (PMPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return FLAG_FAILED;     /* msg stays: the MPI may hold it */
+        if (done) {
+            free(msg);
+            return 0;
+        }
+        if (ftw_detect_is_failed(dst))
+            break;
+        if ((p.spins & 63) == 0 && failures_known()) {
+            double now = PMPI_Wtime();
+
+            if (*deadline == 0)
+                *deadline = now + ftw_cfg.finalize_timeout;
+            else if (now > *deadline)
+                break;
+        }
+        ftw_poll_idle(&p);
+    }
+    /* Given up: the MPI may still send msg, so it stays allocated. */
+    PMPI_Request_free(&req);
+    if (ftw_detect_is_failed(dst))
+        return FLAG_FAILED;
+    ftw_warn("MPI_Finalize: rank %d took no word for %g s after process "
+             "failures; leaving the survivors' barrier", dst,
+             ftw_cfg.finalize_timeout);
+    return FLAG_TIMEOUT;
+}
+
 /* The coordinator (the lowest live rank) collects an arrival from every
  * live process and releases them all; if the coordinator fails, the next
  * lowest takes over and everyone arrives again there.  Each arrival says
@@ -135,10 +189,12 @@ static int survivor_barrier(MPI_Comm ctl, int me)
             any |= failures_known();
             for (int r = 0; r < n; r++)
                 if (r != me && !ftw_detect_is_failed(r))
-                    PMPI_Send(&any, 1, MPI_INT, r, TAG_RELEASE, ctl);
+                    send_flag(ctl, r, TAG_RELEASE, any, &deadline);
             return any;
         }
-        PMPI_Send(&any, 1, MPI_INT, coord, TAG_ARRIVE, ctl);
+        if (send_flag(ctl, coord, TAG_ARRIVE, any, &deadline) ==
+            FLAG_TIMEOUT)
+            return 1;
         rc = recv_flag(ctl, coord, TAG_RELEASE, &flag, &deadline);
         if (rc == FLAG_TIMEOUT)
             return 1;
