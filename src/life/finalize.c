@@ -64,6 +64,24 @@ static int failures_known(void)
 #define FLAG_FAILED (-1)    /* src failed first */
 #define FLAG_TIMEOUT (-2)   /* failures known, nothing came in time */
 
+/* Whether a barrier step waiting in loop p must give up: once a failure
+ * is known the step may wait until *deadline, which the first look after
+ * that sets (FTW_FINALIZE_TIMEOUT from then), shared by the steps of one
+ * barrier.  Looks at the clock once every 64 turns. */
+static int past_deadline(const ftw_poll_t *p, double *deadline)
+{
+    double now;
+
+    if ((p->spins & 63) != 0 || !failures_known())
+        return 0;
+    now = PMPI_Wtime();
+    if (*deadline == 0) {
+        *deadline = now + ftw_cfg.finalize_timeout;
+        return 0;
+    }
+    return now > *deadline;
+}
+
 /* Receive one int from src on ctl.  Without failures it waits as long as
  * src takes; once a failure is known, until *deadline (set then). */
 static int recv_flag(MPI_Comm ctl, int src, int tag, int *flag,
@@ -88,14 +106,8 @@ static int recv_flag(MPI_Comm ctl, int src, int tag, int *flag,
             if (rc != FTW_PENDING_CODE)
                 return rc == MPI_SUCCESS ? 0 : FLAG_FAILED;
         }
-        if ((p.spins & 63) == 0 && failures_known()) {
-            double now = PMPI_Wtime();
-
-            if (*deadline == 0)
-                *deadline = now + ftw_cfg.finalize_timeout;
-            else if (now > *deadline)
-                break;
-        }
+        if (past_deadline(&p, deadline))
+            break;
         ftw_poll_idle(&p);
     }
     PMPI_Cancel(&req);
@@ -138,14 +150,8 @@ static int send_flag(MPI_Comm ctl, int dst, int tag, int flag,
         }
         if (ftw_detect_is_failed(dst))
             break;
-        if ((p.spins & 63) == 0 && failures_known()) {
-            double now = PMPI_Wtime();
-
-            if (*deadline == 0)
-                *deadline = now + ftw_cfg.finalize_timeout;
-            else if (now > *deadline)
-                break;
-        }
+        if (past_deadline(&p, deadline))
+            break;
         ftw_poll_idle(&p);
     }
     /* Given up: the MPI may still send msg, so it stays allocated. */
