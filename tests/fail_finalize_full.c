@@ -26,7 +26,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -34,21 +33,10 @@
 #define NMSG 400
 #define MARGIN 8.0
 
-/* Whether process pid is stopped (state T in /proc/pid/stat). */
+/* Whether process pid is stopped. */
 static int stopped(int pid)
 {
-    char path[64], buf[256], *p;
-    FILE *f;
-    size_t n;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    if ((f = fopen(path, "r")) == NULL)
-        return 0;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    p = strrchr(buf, ')');
-    return p != NULL && p[1] == ' ' && p[2] == 'T';
+    return tap_proc_state(pid) == 'T';
 }
 
 int main(int argc, char **argv)

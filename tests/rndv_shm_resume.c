@@ -40,22 +40,10 @@ static pid_t sender;
 static int cont_err;        /* the thread's error, 0: none */
 static double stopped_ms;   /* how long the sender stayed stopped */
 
-/* Whether process pid is stopped (state T in /proc/pid/stat). */
+/* Whether process pid is stopped. */
 static int is_stopped(pid_t pid)
 {
-    char path[64], line[512], *p;
-    FILE *f;
-    int st = 0;
-
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
-    if (fgets(line, sizeof line, f) != NULL &&
-        (p = strrchr(line, ')')) != NULL && p[1] == ' ')
-        st = p[2] == 'T';
-    fclose(f);
-    return st;
+    return tap_proc_state((int)pid) == 'T';
 }
 
 /* Continue the sender once the pull from it has stalled (on a loaded

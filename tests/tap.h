@@ -367,6 +367,24 @@ static inline void tap_spin(double s)
         spin++;
 }
 
+/* The state letter of process pid (the field after the command in
+ * /proc/pid/stat: R, S, T for stopped, Z...), or 0 if it cannot be read. */
+static inline char tap_proc_state(int pid)
+{
+    char path[64], line[512], *p;
+    FILE *f;
+    char st = 0;
+
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    if (fgets(line, sizeof line, f) != NULL &&
+        (p = strrchr(line, ')')) != NULL && p[1] == ' ')
+        st = p[2];
+    fclose(f);
+    return st;
+}
+
 /* This process's threads' stacks, to stderr as TAP comments (gdb, when
  * installed): what a watchdog prints before it ends a process stuck in a
  * call, so that the log says where.  Called from the watchdog's thread
