@@ -581,32 +581,32 @@ static inline int seq_only(void)
 #if defined(MPICH)
 /* Requests [s->fin, hi), every one of them finished (ready_round looked),
  * taken by one MPI_Waitall, which cannot block on them: outcomes into
- * s->err, rendezvous finished, s->fin at hi.  0 if the call failed as a
- * whole (the per-request passes meet the bad request on their own). */
-static int ready_take(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
-                      int hi)
+ * s->err, rendezvous finished, s->fin at hi.  s->fin stays if the call
+ * failed as a whole (the per-request passes meet the bad request on their
+ * own). */
+static void ready_take(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
+                       int hi)
 {
     int lo = s->fin, k = hi - lo, rc;
     MPI_Status *st = (sts != MPI_STATUSES_IGNORE ? sts : s->st) + lo;
 
     rc = PMPI_Waitall(k, reqs + lo, st);
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS)
-        return 0;
+        return;
     for (int j = 0; j < k; j++) {
         s->idx[j] = lo + j;
         s->err[lo + j] = rc == MPI_SUCCESS ? MPI_SUCCESS : st[j].MPI_ERROR;
     }
     s->fin = hi;
     if (sts == MPI_STATUSES_IGNORE)
-        return 1;
+        return;
     if (rc == MPI_SUCCESS) {
         reqset_rndv(s, k, s->idx, st, reqs);
-        return 1;
+        return;
     }
     for (int j = 0; j < k; j++)
         if (st[j].MPI_ERROR == MPI_SUCCESS)
             reqset_rndv(s, 1, &s->idx[j], &st[j], reqs);
-    return 1;
 }
 
 /* MPI_COMM_WORLD's handler back, and the reference to it that
@@ -652,39 +652,36 @@ static int world_returns(MPI_Errhandler *saved)
  * requests: a window that finished by the time the program waits (a
  * receiver slower than its senders) costs one look per request and that
  * MPI_Waitall, where MPI_Testall would run a progress pass and look at
- * every request.  The later passes are some_round's.  *done once every
- * request has finished; 0 if a call failed (the per-request passes meet
- * that request on their own). */
-static int ready_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
-                       int *done)
+ * every request.  The later passes are some_round's, from s->fin: where
+ * a call failed, the per-request passes meet that request on their own.
+ * *done once every request has finished. */
+static void ready_round(reqset_t *s, MPI_Request reqs[], MPI_Status sts[],
+                        int *done)
 {
+    *done = 0;
 #if defined(MPICH)
     MPI_Errhandler saved;
     int rc = MPI_SUCCESS;
 
-    *done = 0;
-    if (!world_returns(&saved))
-        return 0;
-    while (s->next < s->n) {
-        int flag = 0;
+    if (world_returns(&saved)) {
+        while (s->next < s->n) {
+            int flag = 0;
 
-        rc = PMPI_Request_get_status(reqs[s->next], &flag, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS || !flag)
-            break;
-        s->next++;
+            rc = PMPI_Request_get_status(reqs[s->next], &flag,
+                                         MPI_STATUS_IGNORE);
+            if (rc != MPI_SUCCESS || !flag)
+                break;
+            s->next++;
+        }
+        world_restore(saved);
+        if (rc == MPI_SUCCESS && s->next > s->fin)
+            ready_take(s, reqs, sts, s->next);
+        *done = s->fin == s->n;
     }
-    world_restore(saved);
-    if (rc != MPI_SUCCESS)
-        return 0;
-    if (s->next > s->fin && !ready_take(s, reqs, sts, s->next))
-        return 0;
-    *done = s->fin == s->n;
-    return 1;
 #else
-    (void)s, (void)reqs, (void)sts;
-    *done = 0;
-    return 0;
+    (void)reqs, (void)sts;
 #endif
+    s->next = s->fin;
 }
 
 static inline int ready_scan(void)
@@ -779,11 +776,8 @@ int ftw_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
     while (!failures_known() && !drains_known()) {
         rc = MPI_SUCCESS;
         if (scan) {
-            if (!ready_round(&s, reqs, sts, &flag))
-                flag = 0;
+            ready_round(&s, reqs, sts, &flag);
             scan = 0;
-            if (!flag)
-                s.next = s.fin;     /* the per-request passes from there */
         } else
             rc = seq_only() ? seq_round(&s, reqs, sts, &flag)
                             : some_round(&s, reqs, sts, &flag);
